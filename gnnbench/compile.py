@@ -1,0 +1,107 @@
+"""torch.compile and what dynamo did with it. The only module that touches torch._dynamo.
+
+Everything is read from the compiled run itself: dynamo's counters for graphs and graph
+breaks, and its `recompiles` log artifact for each recompilation and the guard that failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+
+
+def valid_backends() -> list[str]:
+    import torch._dynamo
+
+    return sorted(torch._dynamo.list_backends(exclude_tags=()))
+
+
+def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
+    """`cfg` is the `compiler` group: mode, dynamic, fullgraph, backend."""
+    return torch.compile(model, mode=cfg.mode, dynamic=cfg.dynamic,
+                         fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _recompile_reason(message: str) -> str:
+    """Dynamo's message names the function, then one `- <guard failure>` line per guard."""
+    guards = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
+    return "; ".join(guards) or message.splitlines()[0]
+
+
+class DynamoRecorder:
+    """Resets dynamo's state for one run and collects its graphs, breaks and recompiles.
+
+    Use as a context manager around everything the compiled model runs; `snapshot()`
+    may be called inside it (per epoch) and after it.
+    """
+
+    def __enter__(self) -> DynamoRecorder:
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        self._counters = counters
+        self._handler = _Collect()
+        self._logger = logging.getLogger(_RECOMPILES_LOGGER)
+        torch._logging.set_logs(recompiles=True)
+        self._logger.addHandler(self._handler)
+        self._propagate, self._logger.propagate = self._logger.propagate, False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self._handler)
+        self._logger.propagate = self._propagate
+        torch._logging.set_logs()
+
+    def snapshot(self) -> dict:
+        breaks = dict(self._counters["graph_break"])
+        recompiles = [_recompile_reason(m) for m in self._handler.messages]
+        return {
+            "graphs": int(self._counters["stats"]["unique_graphs"]),
+            "graph_breaks": int(sum(breaks.values())),
+            "graph_break_reasons": [
+                {"reason": reason.strip(), "count": int(count)} for reason, count in breaks.items()
+            ],
+            "recompiles": len(recompiles),
+            "recompile_reasons": recompiles,
+        }
+
+
+def classify_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(status, one-line reason) for a failure torch.compile caused, else None.
+
+    With fullgraph=True dynamo raises `Unsupported` at the first graph break; failures
+    in the backend (Inductor) surface as BackendCompilerFailed or InductorError.
+    """
+    from torch._dynamo import exc as dynamo_exc
+
+    first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    if isinstance(exc, dynamo_exc.Unsupported):
+        return "graph_break", first_line.strip()
+    inductor_error: tuple[type, ...] = ()
+    try:
+        from torch._inductor.exc import InductorError
+
+        inductor_error = (InductorError,)
+    except ImportError:
+        pass
+    if isinstance(exc, (dynamo_exc.TorchDynamoException, *inductor_error)):
+        return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
+    return None

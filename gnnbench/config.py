@@ -1,0 +1,143 @@
+"""Where the configs live, the resolvers they use, and the checks that turn bad input
+into one readable line instead of a traceback deep inside a run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from omegaconf import DictConfig, OmegaConf
+
+if TYPE_CHECKING:
+    import torch
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A source checkout (editable install) has conf/ beside the package; a regular install
+# ships the same files as the package data gnnbench/conf.
+_CHECKOUT_DIR = PACKAGE_DIR.parent
+CONF_DIR = (
+    _CHECKOUT_DIR / "conf"
+    if (_CHECKOUT_DIR / "conf" / "config.yaml").is_file()
+    else PACKAGE_DIR / "conf"
+)
+CONFIG_GROUPS = ("model", "dataset", "experiment")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class ConfigError(ValueError):
+    """Bad input from the user: the message is one line naming the value and the choices."""
+
+
+def project_dir() -> str:
+    """The checkout's root when running from one, else the working directory."""
+    if (_CHECKOUT_DIR / "pyproject.toml").is_file() and (_CHECKOUT_DIR / "conf").is_dir():
+        return str(_CHECKOUT_DIR)
+    return os.getcwd()
+
+
+def run_name(model: str, dataset: str, compiled: object, mode: str, seed: object) -> str:
+    """Readable name of a run, shared by output directories and W&B: sage-cora-compile-default-s0."""
+    variant = f"compile-{mode}" if compiled is True else "eager"
+    return f"{model}-{dataset}-{variant}-s{seed}"
+
+
+def register_resolvers() -> None:
+    """Idempotent: Hydra's entry point and the tests both call it."""
+    if not OmegaConf.has_resolver("gnnbench_project_dir"):
+        OmegaConf.register_new_resolver("gnnbench_project_dir", project_dir)
+    if not OmegaConf.has_resolver("gnnbench_run_name"):
+        OmegaConf.register_new_resolver("gnnbench_run_name", run_name)
+
+
+def group_choices(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_group_overrides(argv: list[str]) -> None:
+    """Reject `model=foo` (also inside a sweep list) before Hydra prints its multi-line error."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    candidates = [a for a in argv if "=" in a and not a.startswith("-")]
+    groups = {g: group_choices(g) for g in CONFIG_GROUPS}
+    for override in OverridesParser.create().parse_overrides(candidates):
+        key = override.key_or_group
+        if key not in groups or override.is_delete():
+            continue
+        values = (
+            list(override.sweep_string_iterator())
+            if override.is_sweep_override()
+            else [override.get_value_element_as_str()]
+        )
+        for value in values:
+            if value not in groups[key]:
+                raise ConfigError(
+                    f"unknown {key} '{value}'; valid choices: {', '.join(groups[key])}"
+                )
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _choice(name: str, value: object, choices: tuple | list) -> None:
+    _require(
+        value in choices,
+        f"{name}={value!r} is not valid; choose one of: {', '.join(map(str, choices))}",
+    )
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check every value a run reads, so a typo fails in the first second, not after compiling."""
+    from gnnbench import compile as compiler
+    from gnnbench import data, models
+
+    _choice("model.name", cfg.model.name, models.MODELS)
+    _choice("dataset.name", cfg.dataset.name, data.DATASETS)
+    _choice("compile", cfg.compile, (False, True))
+    _choice("compiler.mode", cfg.compiler.mode, compiler.MODES)
+    _choice("compiler.dynamic", cfg.compiler.dynamic, (True, False, None))
+    _choice("compiler.fullgraph", cfg.compiler.fullgraph, (True, False))
+    if cfg.compile:
+        _choice("compiler.backend", cfg.compiler.backend, compiler.valid_backends())
+    models.validate(cfg.model)
+
+    train = cfg.train
+    _require(
+        isinstance(train.epochs, int) and train.epochs > 0,
+        f"train.epochs={train.epochs!r} must be a positive integer",
+    )
+    _require(
+        isinstance(train.warmup_epochs, int) and 0 <= train.warmup_epochs < train.epochs,
+        f"train.warmup_epochs={train.warmup_epochs!r} must be an integer in "
+        f"[0, train.epochs={train.epochs})",
+    )
+    _require(
+        isinstance(train.lr, (int, float)) and train.lr > 0, f"train.lr={train.lr!r} must be > 0"
+    )
+    _require(
+        isinstance(train.weight_decay, (int, float)) and train.weight_decay >= 0,
+        f"train.weight_decay={train.weight_decay!r} must be >= 0",
+    )
+    _choice("train.device", train.device, DEVICES)
+    resolve_device(train.device)
+    if cfg.data_mirror is not None:
+        _require(
+            Path(str(cfg.data_mirror)).is_dir(),
+            f"data_mirror={cfg.data_mirror!r} is not a directory",
+        )
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present; asking for CUDA without it is an error, not a fallback."""
+    import torch
+
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            f"train.device='cuda' but CUDA is not available (torch {torch.__version__}); "
+            "choose one of: auto, cpu"
+        )
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)

@@ -1,0 +1,31 @@
+"""Epoch progress: a live bar on a terminal, a few plain lines in logs and CI."""
+
+from __future__ import annotations
+
+import sys
+
+
+class Progress:
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label = total, label
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=label, unit="epoch", leave=False)
+        self.every = max(1, total // 10)
+
+    def update(self, record: dict) -> None:
+        step_ms = record["train_s"] * 1e3
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{record['loss']:.4f}", step=f"{step_ms:.2f} ms",
+                                 val=f"{record['val_acc']:.3f}", refresh=False)
+            self.bar.update(1)
+        elif (record["epoch"] + 1) % self.every == 0 or record["epoch"] == 0:
+            print(f"[{self.label}] epoch {record['epoch'] + 1}/{self.total}  "
+                  f"loss {record['loss']:.4f}  step {step_ms:.2f} ms  "
+                  f"val acc {record['val_acc']:.3f}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,74 @@
+"""Device-synchronised timers and the statistics we report (median with spread).
+
+A GPU step is timed only between two synchronisations: otherwise we would time the
+launch, not the work.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], T], device: torch.device) -> tuple[T, float]:
+    """Run `fn` between two device synchronisations; return its result and seconds."""
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return result, time.perf_counter() - start
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(samples: Sequence[float]) -> dict:
+    """median, quartiles, IQR, mean, std, min, max and n of a list of seconds."""
+    if not samples:
+        return {"n": 0, "median": None, "q1": None, "q3": None, "iqr": None,
+                "mean": None, "std": None, "min": None, "max": None}
+    values = sorted(samples)
+    q1, q3 = _quantile(values, 0.25), _quantile(values, 0.75)
+    return {
+        "n": len(values),
+        "median": statistics.median(values),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "min": values[0],
+        "max": values[-1],
+    }
+
+
+def bootstrap_ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
+                       confidence: float = 0.95, resamples: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(numerator) / median(denominator), e.g. a speedup
+    eager_median / compiled_median, resampling each side independently."""
+    rng = random.Random(seed)
+    ratios = sorted(
+        statistics.median(rng.choices(numerator, k=len(numerator)))
+        / statistics.median(rng.choices(denominator, k=len(denominator)))
+        for _ in range(resamples)
+    )
+    alpha = (1 - confidence) / 2
+    return _quantile(ratios, alpha), _quantile(ratios, 1 - alpha)

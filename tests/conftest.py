@@ -1,0 +1,79 @@
+"""Shared fixtures: real Planetoid files from the read-only mirror, configs composed by
+Hydra from conf/ exactly as the CLI composes them, and one run helper."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from gnnbench import config
+from gnnbench.run import run_experiment
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _find_mirror() -> Path | None:
+    for candidate in (os.environ.get("GNNBENCH_TEST_MIRROR"), REPO.parent / "shared/data/planetoid",
+                      REPO / "shared/data/planetoid"):
+        if candidate and (Path(candidate) / "Cora/raw/ind.cora.graph").is_file():
+            return Path(candidate)
+    return None
+
+
+MIRROR = _find_mirror()
+needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no Planetoid mirror found")
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    if MIRROR is None:
+        pytest.skip("no Planetoid mirror found (set GNNBENCH_TEST_MIRROR)")
+    return MIRROR
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    """One dataset cache for the session, so Planetoid is processed once."""
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="session")
+def read_only_mirror(tmp_path_factory, mirror) -> Path:
+    """A copy of the mirror with every write bit removed, as on a shared read-only mount."""
+    root = tmp_path_factory.mktemp("mirror") / "planetoid"
+    shutil.copytree(mirror, root)
+    for path in sorted(root.rglob("*"), reverse=True) + [root]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return root
+
+
+def make_config(overrides: list[str]):
+    config.register_resolvers()
+    with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.fixture
+def run(tmp_path, data_dir, mirror):
+    """Run one experiment in-process with Hydra-composed config; returns results.json's dict."""
+
+    def _run(*overrides: str) -> dict:
+        cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}",
+                           "train.device=cpu", *overrides])
+        return run_experiment(cfg, tmp_path / f"run{len(list(tmp_path.iterdir()))}")
+
+    return _run
