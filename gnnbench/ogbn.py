@@ -1,0 +1,245 @@
+"""OGB node-classification datasets (ogbn-arxiv, ogbn-products) through ogb's own loader,
+from a read-only mirror or the cache, never prompting on stdin.
+
+ogb's `PygNodePropPredDataset` can block on `input()` in two places: when the dataset
+directory exists without `RELEASE_v1.txt`, and in `decide_download` for archives over 1 GB
+(ogbn-products). Both are made unreachable here: every file ogb reads is checked before the
+dataset is constructed (so PyG never calls ogb's `download`), and a missing dataset is
+fetched by this module itself, without a size prompt, or reported as a `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import shutil
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from urllib.request import urlopen
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from gnnbench.config import ConfigError
+
+OGB_DATASETS = ("ogbn-arxiv", "ogbn-products")
+SPLIT_NAMES = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file names
+MIRROR_SUBDIRS = ("raw", "split", "mapping")  # mapping/ is optional (id maps, not read by ogb)
+DOWNLOAD_TIMEOUT_S = 60.0  # per socket operation: a dead network fails, a slow one still works
+PROCESSED_FILE = "processed/geometric_data_processed.pt"
+
+log = logging.getLogger(__name__)
+
+
+def ogb_meta(name: str) -> dict[str, str]:
+    """ogb's own master.csv column for `name`, every value a string (as ogb reads it)."""
+    import pandas as pd
+    from ogb import nodeproppred
+
+    if name not in OGB_DATASETS:
+        raise ConfigError(f"OGB dataset {name!r} is not supported; "
+                          f"choose one of: {', '.join(OGB_DATASETS)}")
+    master = pd.read_csv(Path(nodeproppred.__file__).parent / "master.csv", index_col=0,
+                         keep_default_na=False)
+    return {str(k): str(v) for k, v in master[name].items()}
+
+
+def dir_name(name: str) -> str:
+    """ogb's directory name for a dataset: ogbn-arxiv -> ogbn_arxiv."""
+    return name.replace("-", "_")
+
+
+def _listed(meta: Mapping[str, str], key: str) -> list[str]:
+    return [] if meta[key] == "None" else meta[key].split(",")
+
+
+def required_files(meta: Mapping[str, str], processed: bool = False) -> list[str]:
+    """Paths, relative to the dataset directory, that ogb reads. With the processed file
+    present only PyG's `raw_file_names` (else PyG calls ogb's download) and the split files
+    are read; without it `process()` reads every raw file."""
+    if meta["binary"] == "True":
+        raw = ["data.npz"] + ([] if processed else ["node-label.npz"])
+    else:
+        raw = ["edge.csv.gz"]
+        raw += ["node-feat.csv.gz"] if meta["has_node_attr"] == "True" else []
+        raw += ["edge-feat.csv.gz"] if meta["has_edge_attr"] == "True" else []
+        if not processed:
+            raw += ["num-node-list.csv.gz", "num-edge-list.csv.gz", "node-label.csv.gz"]
+            raw += [f"{f}.csv.gz" for f in _listed(meta, "additional node files")]
+            raw += [f"{f}.csv.gz" for f in _listed(meta, "additional edge files")]
+    split = [f"split/{meta['split']}/{s}.csv.gz" for s in SPLIT_NAMES.values()]
+    return [*(f"raw/{f}" for f in raw), *split, f"RELEASE_v{meta['version']}.txt"]
+
+
+def _first_missing(root: Path, files: list[str]) -> Path | None:
+    return next((root / f for f in files if not (root / f).is_file()), None)
+
+
+def _expected_layout(name: str) -> str:
+    return f"{dir_name(name)}/{{raw,split,RELEASE_v1.txt}}"
+
+
+def _copy_dataset(src: Path, dst: Path, release: str) -> None:
+    """Copy raw/, split/, mapping/ and the RELEASE file; skip files already there. copyfile
+    never carries the mirror's read-only bits over; the rename keeps a half-copied file from
+    ever looking complete to a concurrent run."""
+    files = [src / release] + [p for d in MIRROR_SUBDIRS if (src / d).is_dir()
+                               for p in sorted((src / d).rglob("*")) if p.is_file()]
+    for path in files:
+        target = dst / path.relative_to(src)
+        if target.is_file():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.part{os.getpid()}")
+        shutil.copyfile(path, partial)
+        os.replace(partial, target)
+
+
+def _copy_from_mirror(name: str, meta: Mapping[str, str], mirror: str, root: Path) -> None:
+    src = Path(mirror) / dir_name(name)
+    if not src.is_dir():
+        raise ConfigError(f"data_mirror={mirror!r} has no {dir_name(name)}/ directory; "
+                          f"expected {_expected_layout(name)} as ogb extracts it")
+    missing = _first_missing(src, required_files(meta))
+    if missing is not None:
+        raise ConfigError(f"data_mirror={mirror!r} is incomplete: {missing} is missing")
+    _copy_dataset(src, root, f"RELEASE_v{meta['version']}.txt")
+
+
+def _download(name: str, meta: Mapping[str, str], root: Path) -> None:
+    """Fetch ogb's archive into the cache, without ogb's size prompt (`decide_download`
+    asks on stdin above 1 GB) and with a socket timeout, so no network fails fast."""
+    url = meta["url"]
+    staging = root.parent / f".{root.name}.download"
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        archive = staging / url.rpartition("/")[2]
+        log.info("downloading %s to %s", url, archive)
+        with urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, open(archive, "wb") as out:
+            shutil.copyfileobj(response, out, 1 << 20)
+        with zipfile.ZipFile(archive) as zipped:
+            zipped.extractall(staging)
+        extracted = staging / meta["download_name"]
+        if not extracted.is_dir():
+            raise OSError(f"{archive.name} holds no {meta['download_name']}/ directory")
+        _copy_dataset(extracted, root, f"RELEASE_v{meta['version']}.txt")
+    except (OSError, zipfile.BadZipFile) as exc:  # URLError and socket timeouts are OSErrors
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"cannot download {name} ({reason}); set data_mirror to a directory "
+                          f"holding {_expected_layout(name)}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def allow_pyg_pickles() -> None:
+    """torch >= 2.6 loads with weights_only=True; ogb 1.3.6's processed file pickles these
+    PyG classes, which PyG itself does not allow-list (Data is)."""
+    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.storage import GlobalStorage
+
+    torch.serialization.add_safe_globals([DataEdgeAttr, DataTensorAttr, GlobalStorage])
+
+
+def ogb_accuracy(name: str) -> Callable[[Tensor, Tensor], float]:
+    """Accuracy by ogb's own Evaluator: 1-D predicted and true class indices."""
+    from ogb.nodeproppred import Evaluator
+
+    evaluator = Evaluator(name)
+
+    def accuracy(pred: Tensor, target: Tensor) -> float:
+        return float(evaluator.eval({"y_true": target.view(-1, 1).cpu(),
+                                     "y_pred": pred.view(-1, 1).cpu()})["acc"])
+
+    return accuracy
+
+
+def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -> dict:
+    """Load an OGB node-classification dataset with ogb's `PygNodePropPredDataset`.
+
+    The dataset lives in `<data_dir>/<ogbn_name>/` (ogb's own layout). With `mirror`, its
+    `<mirror>/<ogbn_name>/` is checked and copied there first; without one, a cache that is
+    not complete is downloaded (ConfigError when that fails). Returns x, y (1-D), edge_index
+    (symmetrised when `undirected`), splits {train, val, test}, num_classes, accuracy, info."""
+    from ogb.nodeproppred import PygNodePropPredDataset
+    from torch_geometric.utils import to_undirected
+
+    meta = ogb_meta(name)
+    root = Path(data_dir) / dir_name(name)
+    if mirror is not None:
+        _copy_from_mirror(name, meta, str(mirror), root)
+    cached = (root / PROCESSED_FILE).is_file()
+    if _first_missing(root, required_files(meta, processed=cached)) is not None:
+        _download(name, meta, root)
+    # Every file ogb reads now exists, RELEASE_v1.txt included: ogb neither downloads nor
+    # prompts. Check again in case the archive itself lacked something.
+    missing = _first_missing(root, required_files(meta, processed=cached))
+    if missing is not None:
+        raise ConfigError(f"{name} in {root} is incomplete: {missing} is missing")
+
+    allow_pyg_pickles()
+    dataset = PygNodePropPredDataset(name, root=str(data_dir),
+                                     meta_dict={**meta, "dir_path": str(root)})
+    data = dataset[0]
+    split = dataset.get_idx_split()
+    edge_index = data.edge_index
+    if undirected:
+        edge_index = to_undirected(edge_index, num_nodes=data.num_nodes)
+    return {
+        "x": data.x.float(),
+        "y": data.y.view(-1).long(),
+        "edge_index": edge_index,
+        "splits": {ours: split[theirs] for ours, theirs in SPLIT_NAMES.items()},
+        "num_classes": int(meta["num classes"]),
+        "accuracy": ogb_accuracy(name),
+        "info": {"source": "ogb", "ogb_name": name, "root": str(root), "from_cache": cached,
+                 "split_type": meta["split"], "eval_metric": meta["eval metric"],
+                 "add_inverse_edge": meta["add_inverse_edge"] == "True",
+                 "undirected": undirected},
+    }
+
+
+def _write_csv_gz(path: Path, array: np.ndarray) -> None:
+    """One row per line, comma-separated, as in OGB's archives; %.9g round-trips float32.
+    mtime=0 keeps the bytes reproducible."""
+    fmt = "%d" if np.issubdtype(array.dtype, np.integer) else "%.9g"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+        np.savetxt(out, array, fmt=fmt, delimiter=",")
+
+
+def write_ogb_raw(directory: Path, name: str, x: Tensor, y: Tensor, edge_index: Tensor,
+                  splits: Mapping[str, Tensor],
+                  node_files: Mapping[str, Tensor] | None = None) -> Path:
+    """Write a dataset in OGB's extracted layout, i.e. a mirror entry that `load_ogbn` reads:
+    `<directory>/<ogbn_name>/{raw/*.csv.gz, split/<type>/{train,valid,test}.csv.gz,
+    RELEASE_v1.txt}`. `edge_index` is stored as given: ogb itself adds the inverse edges
+    of datasets whose master.csv says add_inverse_edge (ogbn-products). `splits` takes
+    train/val/test (or OGB's "valid"). Additional node files that master.csv lists
+    (ogbn-arxiv's node_year) come from `node_files`, else zeros. Returns the dataset dir."""
+    meta = ogb_meta(name)
+    if meta["binary"] == "True" or meta["has_edge_attr"] == "True":
+        raise ConfigError(f"write_ogb_raw writes csv datasets without edge features, "
+                          f"not {name!r}")
+    num_nodes = x.size(0)
+    root = Path(directory) / dir_name(name)
+    raw = root / "raw"
+    _write_csv_gz(raw / "node-feat.csv.gz", x.detach().cpu().numpy())
+    _write_csv_gz(raw / "node-label.csv.gz", y.detach().cpu().view(-1, 1).long().numpy())
+    _write_csv_gz(raw / "edge.csv.gz", edge_index.detach().cpu().long().t().numpy())
+    _write_csv_gz(raw / "num-node-list.csv.gz", np.array([num_nodes], dtype=np.int64))
+    _write_csv_gz(raw / "num-edge-list.csv.gz",
+                  np.array([edge_index.size(1)], dtype=np.int64))
+    node_files = node_files or {}
+    for extra in _listed(meta, "additional node files"):
+        values = node_files.get(extra, torch.zeros(num_nodes, dtype=torch.long))
+        _write_csv_gz(raw / f"{extra}.csv.gz", values.detach().cpu().view(num_nodes, -1).numpy())
+    for ours, theirs in SPLIT_NAMES.items():
+        index = splits[ours] if ours in splits else splits[theirs]
+        _write_csv_gz(root / "split" / meta["split"] / f"{theirs}.csv.gz",
+                      index.detach().cpu().long().view(-1).numpy())
+    (root / f"RELEASE_v{meta['version']}.txt").write_text(
+        f"{name} version {meta['version']}, written by gnnbench.ogbn.write_ogb_raw\n")
+    return root
