@@ -14,7 +14,9 @@ from omegaconf import DictConfig
 from gnnbench import config
 
 # PyG's import-time notice about torch.jit is noise for a benchmark's user.
-warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning)
+warnings.filterwarnings(
+    "ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning
+)
 config.register_resolvers()
 _failed_runs: list[str] = []
 

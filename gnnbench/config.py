@@ -37,7 +37,7 @@ def project_dir() -> str:
 
 
 def run_name(model: str, dataset: str, compiled: object, mode: str, seed: object) -> str:
-    """Readable name of a run, shared by output directories and W&B: sage-cora-compile-default-s0."""
+    """Readable run name, shared by output directories and W&B: sage-cora-compile-default-s0."""
     variant = f"compile-{mode}" if compiled is True else "eager"
     return f"{model}-{dataset}-{variant}-s{seed}"
 
@@ -81,11 +81,18 @@ def _require(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+def _show(value: object) -> str:
+    """Values as they are typed on the command line (true, not True)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return str(value)
+
+
 def _choice(name: str, value: object, choices: tuple | list) -> None:
-    _require(
-        value in choices,
-        f"{name}={value!r} is not valid; choose one of: {', '.join(map(str, choices))}",
-    )
+    # `value in choices` alone would accept 1 for True: compare types too.
+    ok = any(value == c and type(value) is type(c) for c in choices)
+    _require(ok, f"{name}={value!r} is not valid; choose one of: "
+                 f"{', '.join(_show(c) for c in choices)}")
 
 
 def validate(cfg: DictConfig) -> None:

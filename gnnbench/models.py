@@ -72,7 +72,7 @@ class GNN(nn.Module):
 
 def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> GNN:
     dims = [in_channels] + [cfg.hidden] * (cfg.num_layers - 1) + [out_channels]
-    pairs = list(zip(dims[:-1], dims[1:]))
+    pairs = list(zip(dims[:-1], dims[1:], strict=True))
     if cfg.name == "gcn":
         normalize = cfg.normalize == "layer"
         convs = [GCNConv(i, o, normalize=normalize, cached=bool(cfg.get("cached", False)))

@@ -12,7 +12,7 @@ def _bytes(n: int | None) -> str:
 
 
 def variant(cfg: dict) -> str:
-    if not cfg["compile"]:
+    if cfg["compile"] is not True:
         return "eager"
     c = cfg["compiler"]
     return (f"compile mode={c['mode']} dynamic={c['dynamic']} fullgraph={c['fullgraph']} "
@@ -21,8 +21,9 @@ def variant(cfg: dict) -> str:
 
 def format_summary(result: dict, where: str | None = None) -> str:
     cfg = result["config"]
+    device = result["env"]["device"] or "n/a"
     lines = [f"gnnbench {result['name']}: {cfg['model']['name']} on {cfg['dataset']['name']}, "
-             f"{variant(cfg)}, device {result['env']['device']} -> status {result['status']}"]
+             f"{variant(cfg)}, device {device} -> status {result['status']}"]
     if result["reason"]:
         lines.append(f"  reason: {result['reason']}")
     t = result.get("timing") or {}

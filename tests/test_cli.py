@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import REPO
 
 QUICK = ["train.epochs=3", "train.warmup_epochs=1", "train.device=cpu"]
@@ -97,7 +96,7 @@ BAD_INPUTS = [
     (["-m", "dataset=cora,imagenet"], ["imagenet", "citeseer"]),
     (["compile=true", "compiler.mode=fastest"], ["fastest", "reduce-overhead"]),
     (["compile=true", "compiler.backend=nope"], ["nope", "inductor"]),
-    (["compile=maybe"], ["maybe", "True"]),
+    (["compile=maybe"], ["maybe", "false, true"]),
     (["train.epochs=0"], ["train.epochs=0", "positive"]),
     (["train.epochs=-3"], ["-3", "positive"]),
     (["model.dropout=1.0"], ["model.dropout=1.0", "[0, 1)"]),

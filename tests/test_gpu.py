@@ -1,0 +1,35 @@
+"""CUDA paths: synchronised timing and allocator peak memory. Skipped without CUDA;
+run on a GPU machine with `pytest -m gpu`."""
+
+import pytest
+import torch
+
+from gnnbench import timing
+
+pytestmark = pytest.mark.gpu
+
+
+def test_timer_waits_for_the_kernel():
+    """An unsynchronised timer would return in microseconds, before the kernel ends."""
+    device = torch.device("cuda")
+    torch.cuda._sleep(1000)  # warm up the launch path
+    _, seconds = timing.timed(lambda: torch.cuda._sleep(int(2e8)), device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(int(2e8))
+    end.record()
+    end.synchronize()
+    assert seconds == pytest.approx(start.elapsed_time(end) / 1e3, rel=0.2)
+
+
+@pytest.mark.parametrize("compiled", ["false", "true"])
+def test_cuda_run_records_device_memory_and_accuracy(run, compiled):
+    result = run("dataset=cora", "train.device=cuda", f"compile={compiled}")
+    assert result["status"] == "ok", result["reason"]
+    assert result["env"]["device"].startswith("cuda")
+    assert "NVIDIA" in result["env"]["device_name"] or torch.version.hip
+    assert result["memory"]["kind"] == "cuda_max_allocated"
+    # Cora's features alone are 2708 x 1433 float32 = 15.5 MB on the device.
+    assert result["memory"]["peak_bytes"] > 15e6
+    assert result["timing"]["train_step_s"]["median"] > 0
+    assert 0.79 <= result["accuracy"]["test_at_best_val"] <= 0.84

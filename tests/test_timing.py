@@ -1,0 +1,39 @@
+"""The statistics every reported number goes through."""
+
+import random
+import statistics
+import time
+
+import pytest
+import torch
+
+from gnnbench import timing
+
+
+def test_summary_matches_reference_quantiles():
+    samples = [0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8]
+    s = timing.summarize(samples)
+    expected = statistics.quantiles(samples, n=4, method="inclusive")  # numpy's 'linear'
+    assert (s["q1"], s["median"], s["q3"]) == pytest.approx(expected)
+    assert s["iqr"] == pytest.approx(expected[2] - expected[0])
+    assert s["n"] == 7 and s["min"] == 0.1 and s["max"] == 0.9
+    assert s["mean"] == pytest.approx(0.5) and s["std"] == pytest.approx(statistics.stdev(samples))
+
+
+def test_empty_summary_is_explicit():
+    assert timing.summarize([])["median"] is None
+
+
+def test_timed_measures_the_call():
+    result, seconds = timing.timed(lambda: time.sleep(0.05) or 7, torch.device("cpu"))
+    assert result == 7 and 0.05 <= seconds < 0.5
+
+
+def test_bootstrap_ci_covers_the_true_speedup():
+    rng = random.Random(1)
+    eager = [10 + rng.gauss(0, 0.5) for _ in range(200)]
+    compiled = [5 + rng.gauss(0, 0.5) for _ in range(200)]
+    lo, hi = timing.bootstrap_ratio_ci(eager, compiled)
+    assert lo < 2.0 < hi and hi - lo < 0.2
+    point = statistics.median(eager) / statistics.median(compiled)
+    assert lo <= point <= hi
