@@ -14,10 +14,13 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from gnnbench.config import ConfigError
-from gnnbench.synthetic import generate_graph, planetoid_style_split
+from gnnbench.ogbn import load_ogbn
+from gnnbench.synthetic import load_synthetic
 
 PLANETOID = ("cora", "citeseer", "pubmed")
-DATASETS = (*PLANETOID, "synthetic")
+DATASETS = (*PLANETOID, "ogbn-arxiv", "ogbn-products",
+            "synthetic", "synthetic-arxiv", "synthetic-products")
+FAMILIES = ("planetoid", "ogb", "synthetic")
 PLANETOID_RAW = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 
@@ -82,26 +85,19 @@ def _load_planetoid(cfg: DictConfig, data_dir: Path, mirror: str | None) -> dict
             "num_classes": int(data.y.max()) + 1, "accuracy": simple_accuracy}
 
 
-def _load_synthetic(cfg: DictConfig, device: torch.device) -> dict:
-    graph = generate_graph(cfg.num_nodes, cfg.num_edges, cfg.num_features, cfg.num_classes,
-                           cfg.homophily, cfg.feature_signal, cfg.power_law, cfg.seed, device)
-    splits = planetoid_style_split(graph["y"], cfg.num_classes, cfg.train_per_class,
-                                   cfg.num_val, cfg.num_test, cfg.seed)
-    return {**graph, "splits": splits, "num_classes": cfg.num_classes,
-            "accuracy": simple_accuracy}
-
-
 def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
               device: torch.device) -> Task:
     """Load (or generate) the dataset and move it to `device`."""
     started = time.perf_counter()
     if cfg.family == "planetoid":
         parts = _load_planetoid(cfg, Path(data_dir), mirror)
+    elif cfg.family == "ogb":
+        parts = load_ogbn(cfg.ogb_name, Path(data_dir), mirror, bool(cfg.undirected))
     elif cfg.family == "synthetic":
-        parts = _load_synthetic(cfg, device)
+        parts = {**load_synthetic(cfg, Path(data_dir), device), "accuracy": simple_accuracy}
     else:
         raise ConfigError(f"dataset.family={cfg.family!r} is not valid; "
-                          "choose one of: planetoid, synthetic")
+                          f"choose one of: {', '.join(FAMILIES)}")
     task = Task(
         name=cfg.name,
         x=parts["x"].to(device),
@@ -112,6 +108,7 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
         accuracy=parts["accuracy"],
     )
     task.info = {
+        **parts.get("info", {}),
         "num_nodes": task.num_nodes,
         "num_edges": task.edge_index.size(1),
         "num_features": task.num_features,

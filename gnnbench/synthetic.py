@@ -10,7 +10,13 @@ averages over same-class neighbours.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
+from pathlib import Path
+
 import torch
+from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
@@ -69,3 +75,56 @@ def planetoid_style_split(y: Tensor, num_classes: int, train_per_class: int, num
     rest = perm[~torch.isin(perm, train)]
     return {"train": train.sort().values, "val": rest[:num_val].sort().values,
             "test": rest[num_val:num_val + num_test].sort().values}
+
+
+def random_split(num_nodes: int, train_fraction: float, val_fraction: float,
+                 seed: int) -> dict[str, Tensor]:
+    """OGB-style fractions of all nodes (the rest is test)."""
+    g = torch.Generator(device="cpu").manual_seed(seed + 1)
+    perm = torch.randperm(num_nodes, generator=g)
+    n_train, n_val = int(train_fraction * num_nodes), int(val_fraction * num_nodes)
+    return {"train": perm[:n_train].sort().values,
+            "val": perm[n_train:n_train + n_val].sort().values,
+            "test": perm[n_train + n_val:].sort().values}
+
+
+def _cache_path(cfg: DictConfig, data_dir: Path, device: torch.device) -> Path:
+    """One file per parameter set and generator device (CPU and CUDA random streams
+    differ, so the same seed gives a different graph on each)."""
+    params = json.dumps(OmegaConf.to_container(cfg, resolve=True), sort_keys=True)
+    key = hashlib.sha1(f"{params}|{device.type}".encode()).hexdigest()[:12]
+    return data_dir / "synthetic" / f"{cfg.name}-{device.type}-{key}.pt"
+
+
+def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dict:
+    """Generate once per parameter set, then reuse the cached file (a sweep generates each
+    graph once). Generation time and size are reported in `info`."""
+    path = _cache_path(cfg, data_dir, device)
+    info: dict = {"source": "synthetic", "generated_on": device.type, "cache_file": str(path)}
+    if path.is_file():
+        started = time.perf_counter()
+        parts = torch.load(path, map_location=device, weights_only=True)
+        info.update(from_cache=True, cache_load_s=time.perf_counter() - started)
+    else:
+        started = time.perf_counter()
+        parts = generate_graph(cfg.num_nodes, cfg.num_edges, cfg.num_features,
+                               cfg.num_classes, cfg.homophily, cfg.feature_signal,
+                               cfg.power_law, cfg.seed, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        generate_s = time.perf_counter() - started
+        if cfg.split == "planetoid":
+            parts["splits"] = planetoid_style_split(parts["y"], cfg.num_classes,
+                                                    cfg.train_per_class, cfg.num_val,
+                                                    cfg.num_test, cfg.seed)
+        else:
+            parts["splits"] = random_split(cfg.num_nodes, cfg.train_fraction,
+                                           cfg.val_fraction, cfg.seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save({k: (v.cpu() if isinstance(v, Tensor) else
+                        {s: i.cpu() for s, i in v.items()}) for k, v in parts.items()}, tmp)
+        tmp.replace(path)
+        info.update(from_cache=False, generate_s=generate_s)
+    info["bytes"] = path.stat().st_size
+    return {**parts, "num_classes": cfg.num_classes, "info": info}

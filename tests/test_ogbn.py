@@ -44,6 +44,10 @@ def set_read_only(root: Path, read_only: bool = True) -> None:
             path.chmod(0o444 if read_only else 0o644)
 
 
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
 @pytest.fixture
 def no_network_no_stdin(monkeypatch):
     """Any prompt or connection attempt fails at once instead of hanging."""
@@ -88,7 +92,9 @@ def test_writer_layout(dataset):
 def test_round_trip_from_read_only_mirror(dataset, tmp_path, undirected, no_network_no_stdin):
     name, graph, mirror = dataset
     data_dir = tmp_path / "data"
+    before = snapshot(mirror)  # chmod does not stop root: compare contents as well
     parts = load_ogbn(name, data_dir, str(mirror), undirected=undirected)
+    assert snapshot(mirror) == before
 
     num_features, num_classes = DIMS[name]
     assert parts["x"].dtype == torch.float32 and parts["x"].shape == (NUM_NODES, num_features)
