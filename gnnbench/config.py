@@ -3,6 +3,7 @@ into one readable line instead of a traceback deep inside a run."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,10 +37,22 @@ def project_dir() -> str:
     return os.getcwd()
 
 
+def variant_name(compiled: object, mode: str) -> str:
+    return f"compile-{mode}" if compiled is True else "eager"
+
+
 def run_name(model: str, dataset: str, compiled: object, mode: str, seed: object) -> str:
     """Readable run name, shared by output directories and W&B: sage-cora-compile-default-s0."""
-    variant = f"compile-{mode}" if compiled is True else "eager"
-    return f"{model}-{dataset}-{variant}-s{seed}"
+    return f"{model}-{dataset}-{variant_name(compiled, mode)}-s{seed}"
+
+
+def reference_key(cfg: DictConfig | dict) -> str:
+    """Runs with equal keys differ only in how (or whether) they are compiled: an eager run
+    with the same key is the compiled run's reference, and a second eager one is a repeat."""
+    plain = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
+    kept = {k: v for k, v in plain.items() if k not in ("compile", "compiler", "wandb")}
+    kept["train"] = {k: v for k, v in kept["train"].items() if k != "paired"}
+    return json.dumps(kept, sort_keys=True, default=str)
 
 
 def register_resolvers() -> None:

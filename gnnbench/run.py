@@ -5,6 +5,7 @@ Whatever happens, `results.json` is written: a failed run is a result too.
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 import time
@@ -48,6 +49,8 @@ def _new_result(cfg: DictConfig) -> dict:
         "compile": None,
         "memory": None,
         "accuracy": None,
+        "comparison": None,
+        "paired": None,
         "epochs": [],
     }
 
@@ -89,21 +92,36 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
                                  weight_decay=cfg.train.weight_decay)
+    # The paired twin starts from the same weights and trains eagerly beside the compiled
+    # model, epochs interleaved, so both see the same machine state.
+    twin = copy.deepcopy(model) if cfg.train.paired and cfg.compile else None
     forward = compiler.compile_model(model, cfg.compiler) if cfg.compile else model
+    variants = [("", forward, model, optimizer)]
+    if twin is not None:
+        twin_optimizer = torch.optim.Adam(twin.parameters(), lr=cfg.train.lr,
+                                          weight_decay=cfg.train.weight_decay)
+        variants.append(("eager_", twin, twin, twin_optimizer))
+
+    def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
+        torch.manual_seed(cfg.train.seed * 100_003 + epoch)  # same dropout stream for a twin
+        loss, train_s = timing.timed(
+            lambda: loop.train_step(fwd, mdl, opt, task, edge_index, edge_weight), device)
+        pred, eval_s = timing.timed(
+            lambda: loop.predict(fwd, mdl, task, edge_index, edge_weight), device)
+        acc = loop.split_accuracy(pred, task)
+        return {f"{prefix}loss": loss.item(), f"{prefix}train_s": train_s,
+                f"{prefix}eval_s": eval_s, f"{prefix}train_acc": acc["train"],
+                f"{prefix}val_acc": acc["val"], f"{prefix}test_acc": acc["test"]}
 
     memory.reset_peak(device)
     progress = Progress(cfg.train.epochs, label=result["name"])
     records = result["epochs"]
     try:
         for epoch in range(cfg.train.epochs):
-            loss, train_s = timing.timed(
-                lambda: loop.train_step(forward, model, optimizer, task, edge_index, edge_weight),
-                device)
-            pred, eval_s = timing.timed(
-                lambda: loop.predict(forward, model, task, edge_index, edge_weight), device)
-            acc = loop.split_accuracy(pred, task)
-            record = {"epoch": epoch, "loss": loss.item(), "train_s": train_s, "eval_s": eval_s,
-                      "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
+            record = {"epoch": epoch}
+            order = variants if epoch % 2 == 0 else variants[::-1]  # alternate who goes first
+            for prefix, fwd, mdl, opt in order:
+                record.update(epoch_of(prefix, fwd, mdl, opt, epoch))
             if recorder is not None:
                 record["recompiles"] = recorder.snapshot()["recompiles"]
             records.append(record)
@@ -114,6 +132,21 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
         if recorder is not None:
             result["compile"] = recorder.snapshot()
     result["accuracy"] = _accuracy(records)
+    if twin is not None:
+        eager_records = [{k.removeprefix("eager_"): v for k, v in r.items()
+                          if k == "epoch" or k.startswith("eager_")} for r in records]
+        result["paired"] = {"accuracy": _accuracy(eager_records),
+                            "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
+                                                     for r in records)}
+
+
+def skipped_result(cfg: DictConfig, same_as: dict) -> dict:
+    """A sweep job that would repeat an eager run already made in this sweep."""
+    result = _new_result(cfg)
+    result["name"] = same_as["name"]
+    result.update(status="skipped", reason=f"same eager run as {same_as['out_dir']}",
+                  env=same_as["env"], timing={"wall_s": 0.0, "compile_overhead_s": None})
+    return result
 
 
 def _one_line(exc: BaseException) -> str:
@@ -121,8 +154,29 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def run_experiment(cfg: DictConfig, out_dir: Path) -> dict:
-    """Run one configuration and write `out_dir/results.json`; never raises for a failed run."""
+def compare_to_eager(result: dict, eager: dict) -> dict:
+    """How a compiled run stands against its eager reference (a paired twin or an eager run
+    of the same configuration)."""
+    warmup = result["timing"]["warmup_epochs"]
+    paired = eager is result
+    prefix = "eager_" if paired else ""
+    eager_steps = [r[f"{prefix}train_s"] for r in eager["epochs"][warmup:]]
+    compiled_steps = [r["train_s"] for r in result["epochs"][warmup:]]
+    out = timing.compare(eager_steps, compiled_steps, result["timing"]["compile_overhead_s"])
+    eager_acc = eager["paired"]["accuracy"] if paired else eager["accuracy"]
+    out["test_acc_delta"] = result["accuracy"]["test_at_best_val"] - eager_acc["test_at_best_val"]
+    out["eager_test_acc"] = eager_acc["test_at_best_val"]
+    # One process holds both models in a paired run: their peaks cannot be told apart.
+    out["memory_ratio"] = (None if paired else
+                           result["memory"]["peak_bytes"] / eager["memory"]["peak_bytes"])
+    out["reference"] = "paired eager twin" if paired else eager["name"]
+    return out
+
+
+def run_experiment(cfg: DictConfig, out_dir: Path, *, eager_reference: dict | None = None,
+                   wandb_group: str | None = None) -> dict:
+    """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
+    for a failed run. `eager_reference`: a finished eager run of the same configuration."""
     started = time.perf_counter()
     result = _new_result(cfg)
     result["name"] = config.run_name(cfg.model.name, cfg.dataset.name, cfg.compile,
@@ -151,6 +205,15 @@ def run_experiment(cfg: DictConfig, out_dir: Path) -> dict:
             result["timing"]["first_epoch_overhead_s"] if cfg.compile else None)
     else:
         result["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
+    if result["status"] == "ok" and cfg.compile:
+        if result.get("paired"):
+            result["comparison"] = compare_to_eager(result, result)
+        elif eager_reference is not None and eager_reference["status"] == "ok":
+            result["comparison"] = compare_to_eager(result, eager_reference)
+    tracking.write_results(result, out_dir)
+    group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
+    result["wandb_dir"] = tracking.publish_to_wandb(
+        result, OmegaConf.to_container(cfg, resolve=True), out_dir, group)
     tracking.write_results(result, out_dir)
     return result
 

@@ -18,7 +18,8 @@ from torch import Tensor
 
 
 def pyg_available() -> bool:
-    """The test NeighborLoader itself makes before it will sample."""
+    """Reads the flags NeighborLoader itself checks before it samples, so an extension that
+    is installed but fails to load counts as absent, exactly as PyG treats it."""
     import torch_geometric.typing as pyg_typing
 
     return bool(pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE)
@@ -39,7 +40,7 @@ class CSRGraph:
         perm = torch.argsort(dst, stable=True)  # stable: equal inputs give equal graphs
         deg = torch.bincount(dst, minlength=num_nodes)
         rowptr = torch.cat([deg.new_zeros(1), torch.cumsum(deg, 0)])
-        return cls(rowptr, src[perm], perm, num_nodes)
+        return cls(rowptr, src.index_select(0, perm), perm, num_nodes)
 
     @property
     def device(self) -> torch.device:
@@ -88,16 +89,19 @@ def _sample_slots(start: Tensor, deg: Tensor, k: int,
     """CSR positions of the edges sampled for each frontier node, and which node each is for."""
     count = deg if k < 0 else deg.clamp(max=k)
     total = int(count.sum())
+    first_slot = torch.cumsum(count, 0) - count
     seg = torch.repeat_interleave(torch.arange(deg.numel(), device=deg.device), count,
                                   output_size=total)
-    offset = torch.arange(total, device=deg.device) - (torch.cumsum(count, 0) - count)[seg]
-    if k >= 0:
-        is_heavy = deg > k
-        heavy = is_heavy.nonzero().view(-1)
-        if heavy.numel():
-            # Heavy rows own exactly k consecutive slots, in row order: fill them row-major.
-            offset[is_heavy[seg]] = _floyd(deg[heavy], k, generator).view(-1)
-    return start[seg] + offset, seg
+    # Take-all by default: slot i of node s is CSR position start[s] + i. (index_select,
+    # not [], for 1-D gathers: on CPU it is several times faster at random positions.)
+    pos = (start - first_slot).index_select(0, seg) + torch.arange(total, device=deg.device)
+    if k > 0:
+        heavy = (deg > k).nonzero().view(-1)
+        if heavy.numel():  # those rows own exactly k slots each: overwrite them with a draw
+            slots = first_slot[heavy].unsqueeze(1) + torch.arange(k, device=deg.device)
+            picks = start[heavy].unsqueeze(1) + _floyd(deg[heavy], k, generator)
+            pos[slots.view(-1)] = picks.view(-1)
+    return pos, seg
 
 
 def _extend(n_id: Tensor, found: Tensor) -> tuple[Tensor, Tensor]:
@@ -111,7 +115,7 @@ def _extend(n_id: Tensor, found: Tensor) -> tuple[Tensor, Tensor]:
     new = new[torch.argsort(first[new])]  # torch.unique sorted by id; restore discovery order
     local = first  # a node already in n_id keeps its position there
     local[new] = torch.arange(n_old, n_old + new.numel(), device=inv.device)
-    return torch.cat([n_id, uniq[new]]), local[inv[n_old:]]
+    return torch.cat([n_id, uniq[new]]), local.index_select(0, inv[n_old:])
 
 
 def sample_neighbors(graph: CSRGraph, seeds: Tensor, fanouts: Sequence[int],
@@ -121,21 +125,22 @@ def sample_neighbors(graph: CSRGraph, seeds: Tensor, fanouts: Sequence[int],
     incoming edges each (-1: all). `seeds` must be distinct and on the graph's device;
     `generator`, if given, must live there too."""
     n_id = seeds.to(device=graph.device, dtype=torch.long)
-    frontier = torch.arange(n_id.numel(), device=graph.device)  # local ids to expand
+    lo = 0  # the frontier, nodes to expand, is n_id[lo:]: those first reached last hop
     rows, cols, e_ids = [], [], []
     num_nodes, num_edges = [n_id.numel()], []
     for k in fanouts:
-        nodes = n_id[frontier]
-        start = graph.rowptr[nodes]
-        pos, seg = _sample_slots(start, graph.rowptr[nodes + 1] - start, k, generator)
+        nodes = n_id[lo:]
+        start = graph.rowptr.index_select(0, nodes)
+        deg = graph.rowptr.index_select(0, nodes + 1) - start
+        pos, seg = _sample_slots(start, deg, k, generator)
         n_old = n_id.numel()
-        n_id, src_local = _extend(n_id, graph.col[pos])
+        n_id, src_local = _extend(n_id, graph.col.index_select(0, pos))
         rows.append(src_local)
-        cols.append(frontier[seg])
-        e_ids.append(graph.perm[pos])
+        cols.append(seg + lo)
+        e_ids.append(graph.perm.index_select(0, pos))
         num_nodes.append(n_id.numel() - n_old)
         num_edges.append(pos.numel())
-        frontier = torch.arange(n_old, n_id.numel(), device=graph.device)
+        lo = n_old
     empty = [torch.empty(0, dtype=torch.long, device=graph.device)]
     edge_index = torch.stack([torch.cat(rows or empty), torch.cat(cols or empty)])
     return Batch(n_id, edge_index, torch.cat(e_ids or empty), int(seeds.numel()), num_nodes,
@@ -152,6 +157,8 @@ class NeighborSampler:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.graph = graph
+        if seeds.dtype == torch.bool:  # a split mask, as NeighborLoader's input_nodes takes
+            seeds = seeds.nonzero().view(-1)
         self.seeds = seeds.to(device=graph.device, dtype=torch.long)
         self.fanouts = list(fanouts)
         self.batch_size = batch_size

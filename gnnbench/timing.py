@@ -72,3 +72,20 @@ def bootstrap_ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
     )
     alpha = (1 - confidence) / 2
     return _quantile(ratios, alpha), _quantile(ratios, 1 - alpha)
+
+
+def compare(eager_steps: Sequence[float], compiled_steps: Sequence[float],
+            compile_overhead_s: float | None) -> dict:
+    """Speedup = eager median / compiled median, with a bootstrap 95% CI; break-even =
+    compile overhead / time saved per epoch (None when compiling saves nothing)."""
+    eager, compiled = statistics.median(eager_steps), statistics.median(compiled_steps)
+    lo, hi = bootstrap_ratio_ci(eager_steps, compiled_steps)
+    saved = eager - compiled
+    return {
+        "speedup": eager / compiled,
+        "speedup_ci95": [lo, hi],
+        "eager_step_median_s": eager,
+        "compiled_step_median_s": compiled,
+        "break_even_epochs": (compile_overhead_s / saved
+                              if saved > 0 and compile_overhead_s is not None else None),
+    }

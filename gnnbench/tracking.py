@@ -1,10 +1,12 @@
-"""Where results go: the per-run `results.json` (the source of truth)."""
+"""Where results go: the per-run `results.json` (the source of truth) and W&B.
+The only module that imports wandb."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 RESULTS_FILE = "results.json"
@@ -34,3 +36,133 @@ def write_results(result: dict, out_dir: Path) -> Path:
 def read_results(path: Path) -> dict:
     path = Path(path)
     return json.loads((path / RESULTS_FILE if path.is_dir() else path).read_text())
+
+
+# --- Weights & Biases -------------------------------------------------------------------
+# W&B is driven only after the last timed epoch: its background service then cannot steal
+# CPU from, or add syncs to, the epochs we measure. results.json is already on disk when
+# W&B starts, so a W&B failure costs a warning, never a result.
+
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+
+
+def _has_credentials() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return "api.wandb.ai" in netrc.read_text()
+    except OSError:
+        return False
+
+
+def wandb_mode(requested: str) -> str:
+    """`auto`: online where credentials exist, otherwise offline (never a login prompt)."""
+    if requested != "auto":
+        return requested
+    if os.environ.get("WANDB_MODE") in ("online", "offline", "disabled"):
+        return os.environ["WANDB_MODE"]
+    return "online" if _has_credentials() else "offline"
+
+
+def _headline(result: dict) -> dict:
+    """The figures a W&B user compares runs by, flat so the runs table can show them."""
+    t, acc, dyn = result.get("timing") or {}, result.get("accuracy") or {}, result.get("compile")
+    step = (t.get("train_step_s") or {}).get("median")
+    summary = {
+        "status": result["status"],
+        "reason": result["reason"],
+        "train_step_median_ms": step * 1e3 if step is not None else None,
+        "train_step_iqr_ms": ((t.get("train_step_s") or {}).get("iqr") or 0) * 1e3,
+        "eval_median_ms": ((t.get("eval_s") or {}).get("median") or 0) * 1e3,
+        "first_epoch_s": t.get("first_epoch_s"),
+        "compile_overhead_s": t.get("compile_overhead_s"),
+        "wall_s": t.get("wall_s"),
+        "peak_memory_bytes": (result.get("memory") or {}).get("peak_bytes"),
+        "test_acc_at_best_val": acc.get("test_at_best_val"),
+        "best_val_acc": acc.get("best_val"),
+        "best_epoch": acc.get("best_epoch"),
+        "graphs": dyn["graphs"] if dyn else None,
+        "graph_breaks": dyn["graph_breaks"] if dyn else None,
+        "recompiles": dyn["recompiles"] if dyn else None,
+    }
+    if result.get("comparison"):
+        summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()
+                        if not isinstance(v, (list, dict))})
+    return {k: v for k, v in summary.items() if v is not None}
+
+
+def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str | None:
+    """Log one finished run to W&B; returns the local run directory, or None when disabled
+    or when W&B failed (after one warning on stderr)."""
+    settings = cfg["wandb"]
+    mode = wandb_mode(settings["mode"])
+    if mode == "disabled":
+        return None
+    try:
+        import wandb
+
+        from gnnbench.config import variant_name
+
+        run = wandb.init(
+            project=settings["project"], entity=settings["entity"], group=group,
+            job_type=settings["job_type"], name=result["name"], dir=str(out_dir), mode=mode,
+            tags=[cfg["model"]["name"], cfg["dataset"]["name"],
+                  variant_name(cfg["compile"], cfg["compiler"]["mode"]),
+                  str(result["env"].get("device") or "unknown").split(":")[0],
+                  *settings["tags"]],
+            config={**cfg, "env": result["env"]},
+            settings=wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True,
+                                    console="off"),
+        )
+        try:
+            run.define_metric("epoch")
+            run.define_metric("*", step_metric="epoch")
+            for record in result["epochs"]:
+                run.log({"epoch": record["epoch"], "loss": record["loss"],
+                         "train_step_ms": record["train_s"] * 1e3,
+                         "eval_ms": record["eval_s"] * 1e3, "acc/train": record["train_acc"],
+                         "acc/val": record["val_acc"], "acc/test": record["test_acc"]})
+            run.summary.update(_headline(result))
+            dynamo = result.get("compile")
+            if dynamo:
+                run.summary["graph_break_reasons"] = wandb.Table(
+                    columns=["reason", "count"],
+                    data=[[r["reason"], r["count"]] for r in dynamo["graph_break_reasons"]])
+                run.summary["recompile_reasons"] = wandb.Table(
+                    columns=["index", "reason"],
+                    data=[[i, r] for i, r in enumerate(dynamo["recompile_reasons"])])
+            local_dir = str(run.settings.sync_dir)
+        finally:
+            run.finish(exit_code=0 if result["status"] == "ok" else 1)
+        if mode == "offline" and local_dir:
+            print(f"W&B offline run saved in {local_dir}; upload it with: wandb sync {local_dir}")
+        return local_dir
+    except Exception as exc:  # W&B must never cost a result
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"gnnbench: warning: W&B logging failed ({type(exc).__name__}: {first}); "
+              f"results.json in {out_dir} is complete", file=sys.stderr)
+        return None
+
+
+def publish_report(rows: list[dict], columns: list[str], settings: dict, root: Path,
+                   group: str) -> None:
+    """The sweep's comparison table as a W&B run of job_type `report` in the sweep's group."""
+    mode = wandb_mode(settings["mode"])
+    if mode == "disabled":
+        return
+    try:
+        import wandb
+
+        run = wandb.init(project=settings["project"], entity=settings["entity"], group=group,
+                         job_type="report", name=f"report-{root.name}", dir=str(root), mode=mode,
+                         settings=wandb.Settings(init_timeout=settings["init_timeout_s"],
+                                                 silent=True, console="off"))
+        try:
+            run.summary["comparison"] = wandb.Table(
+                columns=columns, data=[[row[c] for c in columns] for row in rows])
+        finally:
+            run.finish()
+    except Exception as exc:
+        print(f"gnnbench: warning: W&B report logging failed ({type(exc).__name__}); "
+              f"report files in {root} are complete", file=sys.stderr)

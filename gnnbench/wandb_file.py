@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ def _chunks(data: bytes, name: str, strict: bool) -> Iterator[tuple[int, bytes, 
 def read_records(path: str | os.PathLike[str], strict: bool = True) -> Iterator[Record]:
     """Yield every Record in file order. Corruption raises ValueError; with strict=False an
     incomplete final record (a run killed mid-write, or still running) just ends the log."""
+    from google.protobuf.message import DecodeError
     from wandb.proto.wandb_internal_pb2 import Record
 
     data = Path(path).read_bytes()
@@ -87,7 +89,10 @@ def read_records(path: str | os.PathLike[str], strict: bool = True) -> Iterator[
         blob = payload if kind == FULL else b"".join([*parts, payload])  # type: ignore[misc]
         parts = None
         record = Record()
-        record.ParseFromString(blob)
+        try:
+            record.ParseFromString(blob)
+        except DecodeError as err:
+            raise ValueError(f"{name}: undecodable record ending at byte {pos}") from err
         yield record
     if parts is not None and strict:
         raise ValueError(f"{name}: log ends inside a record")
@@ -102,20 +107,20 @@ def find_runs(root: str | os.PathLike[str]) -> list[Path]:
 
 
 def _resolve(path: str | os.PathLike[str]) -> Path:
-    """A .wandb file, an offline-run-* dir, or a dir holding exactly one wandb/offline-run-*."""
+    """A .wandb file, a run dir, or a dir holding exactly one wandb/offline-run-* (or run-*)."""
     path = Path(path)
     if path.is_file():
         return path
     if not path.is_dir():
         raise ValueError(f"{path}: no such file or directory")
-    for pattern in ("run-*.wandb", "wandb/offline-run-*/run-*.wandb"):
+    for pattern in ("run-*.wandb", "wandb/*run-*/run-*.wandb"):  # not latest-run
         candidates = sorted(path.glob(pattern))
         if len(candidates) == 1:
             return candidates[0]
         if candidates:
             listing = "\n  ".join(str(c) for c in candidates)
             raise ValueError(f"{path}: {len(candidates)} runs, pass one of:\n  {listing}")
-    raise ValueError(f"{path}: no run-*.wandb here or in wandb/offline-run-*/")
+    raise ValueError(f"{path}: no run-*.wandb here or in wandb/*run-*/")
 
 
 def _key(item: Any) -> list[str]:
@@ -182,20 +187,35 @@ class OfflineRun:
         return self.path.parent
 
 
-def read_run(path_or_run_dir: str | os.PathLike[str], strict: bool = True) -> OfflineRun:
-    """Replay the record log into config, history rows, final summary and exit code."""
-    run = OfflineRun(path=_resolve(path_or_run_dir))
+def read_run(path_or_run_dir: str | os.PathLike[str], strict: bool = True,
+             wait: float = 0.0) -> OfflineRun:
+    """Replay the record log into config, history rows, final summary and exit code.
+
+    wandb 0.31's run.finish() returns before wandb-core has flushed the file (it can still be
+    the bare 7-byte header): in the same process pass wait=seconds (or call wandb.teardown()
+    first). With wait, re-read until the exit record is there or the time is up."""
+    path = _resolve(path_or_run_dir)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            run = _replay(path, strict)
+            if run.exit_code is not None or time.monotonic() >= deadline:
+                return run
+        except ValueError:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
+
+
+def _replay(path: Path, strict: bool) -> OfflineRun:
+    run = OfflineRun(path=path)
     for record in read_records(run.path, strict=strict):
         kind = record.WhichOneof("record_type")
         if kind == "run":
-            r = record.run
-            for attr, value in (("run_id", r.run_id), ("project", r.project),
-                                ("entity", r.entity), ("name", r.display_name),
-                                ("group", r.run_group), ("job_type", r.job_type)):
-                if value:  # a later run record (e.g. a rename) only carries what changed
-                    setattr(run, attr, value)
-            if r.tags:
-                run.tags = list(r.tags)
+            r = record.run  # a full snapshot; e.g. `run.name = ...` later writes another one
+            run.run_id, run.project, run.entity = r.run_id, r.project, r.entity
+            run.name, run.group, run.job_type = r.display_name, r.run_group, r.job_type
+            run.tags = list(r.tags)
             _apply(run.config, r.config.update, r.config.remove)
             _apply(run.summary, r.summary.update, r.summary.remove)
         elif kind == "config":

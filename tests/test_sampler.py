@@ -264,6 +264,28 @@ def test_sage_model_on_a_batch_matches_the_full_graph(graph_data):
     assert not torch.allclose(out, full)  # the sampled batch really is a sample
 
 
+def test_dead_ends_zero_fanout_and_no_hops_give_empty_edge_sets():
+    # 0 <- 1 <- 2, and node 3 has no incoming edges at all
+    graph = CSRGraph.from_edge_index(torch.tensor([[1, 2], [0, 1]]), 4)
+    chain = sample_neighbors(graph, torch.tensor([0]), [5, 5, 5, 5])
+    assert chain.n_id.tolist() == [0, 1, 2] and chain.num_sampled_edges == [1, 1, 0, 0]
+    assert chain.num_sampled_nodes == [1, 1, 1, 0, 0]
+    for fanouts in ([], [0, 0], [3]):
+        batch = sample_neighbors(graph, torch.tensor([3]), fanouts)
+        assert batch.n_id.tolist() == [3]
+        assert batch.edge_index.shape == (2, 0) and batch.e_id.numel() == 0
+        assert batch.edge_index.dtype == torch.long
+
+
+def test_neighbor_sampler_takes_a_split_mask(graph_data):
+    edge_index, n = graph_data
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[pick_seeds(n, 70)] = True
+    loader = NeighborSampler(CSRGraph.from_edge_index(edge_index, n), mask, [2], batch_size=32)
+    order = torch.cat([b.n_id[:b.batch_size] for b in loader])
+    assert len(loader) == 3 and torch.equal(order, mask.nonzero().view(-1))
+
+
 def test_batch_and_graph_move_between_devices(graph_data):
     edge_index, n = graph_data
     graph = CSRGraph.from_edge_index(edge_index, n).to("cpu")
@@ -272,6 +294,7 @@ def test_batch_and_graph_move_between_devices(graph_data):
     assert batch.num_sampled_nodes[0] == batch.batch_size == 8
 
 
+@pytest.mark.filterwarnings("ignore:Using 'NeighborSampler' without a 'pyg-lib'")
 def test_pyg_available_says_whether_neighbor_loader_can_sample(graph_data):
     from torch_geometric.data import Data
     from torch_geometric.loader import NeighborLoader

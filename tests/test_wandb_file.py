@@ -3,6 +3,8 @@ from the .wandb log must be exactly what was logged."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 wandb = pytest.importorskip("wandb")
@@ -13,6 +15,7 @@ from gnnbench.wandb_file import find_runs, load_table, read_records, read_run  #
 CONFIG = {"lr": 0.01, "model": {"name": "gcn", "hidden": 16, "layers": [1, 2]}, "seed": 0}
 ROWS = [{"epoch": e, "loss": 1.0 / (e + 1), "acc": 0.5 + e / 10} for e in range(5)]
 TABLE = [{"model": "gcn", "ms": 1.5}, {"model": "sage", "ms": 2.25}, {"model": "gat", "ms": 3.0}]
+WAIT = 30.0  # seconds for wandb-core to flush after finish(); normally milliseconds
 
 
 @pytest.fixture
@@ -29,16 +32,19 @@ def wandb_dir(tmp_path, monkeypatch):
     yield tmp_path
     if wandb.run is not None:  # a failed test must not leave a run open for the next one
         wandb.run.finish(exit_code=1)
+    wandb.teardown()  # stop wandb-core: the next test starts it afresh under its own env
 
 
 def _init(root, **kwargs):
     return wandb.init(dir=root, settings=wandb.Settings(x_disable_stats=True), **kwargs)
 
 
-def _finish(run, exit_code: int = 0):
-    """Finish and return the run's .wandb file (wandb has flushed it when finish returns)."""
-    path = wandb_file._resolve(run.settings.sync_dir)
+def _finish(run, exit_code: int = 0) -> Path:
+    """Finish; return the .wandb file once wandb-core has flushed it, which can be after
+    finish() returns (then the file may still be the bare 7-byte header)."""
+    path = Path(run.settings.sync_file)
     run.finish(exit_code=exit_code)
+    assert read_run(path, wait=WAIT).exit_code == exit_code
     return path
 
 

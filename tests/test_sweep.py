@@ -1,0 +1,117 @@
+"""Hydra multirun sweeps end to end: every job a W&B run in one group, failures recorded,
+no repeated eager baselines, and the comparison report with the right rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnnbench.wandb_file import find_runs, read_run
+
+pytestmark = pytest.mark.slow
+
+
+def sweep(args: list[str], cwd: Path, timeout: int = 1200) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "GNNBENCH_"))}
+    env.update(WANDB_DIR=str(cwd / "wandb-home"), WANDB_CONFIG_DIR=str(cwd / "wandb-home"),
+               WANDB_CACHE_DIR=str(cwd / "wandb-home"), WANDB_DATA_DIR=str(cwd / "wandb-home"),
+               NETRC=str(cwd / "no-netrc"))
+    return subprocess.run([sys.executable, "-m", "gnnbench", "-m", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def only_sweep_dir(cwd: Path) -> Path:
+    [found] = list((cwd / "outputs" / "sweeps").iterdir())
+    return found
+
+
+def test_models_datasets_modes_sweep(tmp_path, read_only_mirror, data_dir):
+    """2 models x 2 Planetoid datasets x eager + 2 compile modes, plus PubMed, which the
+    offline mirror lacks: its jobs fail, are recorded, and the sweep goes on."""
+    proc = sweep(["model=gcn,sage", "dataset=cora,citeseer,pubmed", "compile=false,true",
+                  "compiler.mode=default,reduce-overhead", "train.epochs=4",
+                  "train.warmup_epochs=1", f"data_mirror={read_only_mirror}",
+                  f"data_dir={data_dir}"], tmp_path)
+    assert proc.returncode == 1, proc.stderr  # some jobs failed, and that is reported
+    root = only_sweep_dir(tmp_path)
+    jobs = sorted(p for p in root.iterdir() if p.is_dir() and (p / "results.json").exists())
+    assert len(jobs) == 2 * 3 * 4
+    assert jobs[0].name.startswith("0_gcn-cora-eager-s0")
+    results = {j.name: json.loads((j / "results.json").read_text()) for j in jobs}
+    statuses = [r["status"] for r in results.values()]
+    # Cora/CiteSeer: the second eager job of each (model, dataset) repeats the first.
+    assert statuses.count("skipped") == 4
+    assert statuses.count("ok") == 2 * 2 * 3
+    assert statuses.count("error") == 2 * 4  # PubMed: cannot download, no mirror copy
+    assert all("PubMed" in r["reason"] for r in results.values() if r["status"] == "error")
+
+    rows = list(csv.DictReader((root / "report.csv").open()))
+    assert [(r["model"], r["dataset"], r["variant"]) for r in rows] == [
+        (m, d, v) for m in ("gcn", "sage") for d in ("citeseer", "cora", "pubmed")
+        for v in ("eager", "compile-default", "compile-reduce-overhead")]
+    for row in rows:
+        if row["dataset"] == "pubmed":
+            assert row["status"] == "error" and "PubMed" in row["reason"] and not row["speedup"]
+            continue
+        assert row["status"] == "ok" and row["runs"] == "1/1 ok"
+        assert float(row["epoch_ms"]) > 0 and 0 < float(row["test_acc_mean"]) <= 1
+        if row["variant"] != "eager":
+            low, high = float(row["speedup_ci_low"]), float(row["speedup_ci_high"])
+            assert low <= float(row["speedup"]) <= high
+            assert float(row["compile_overhead_s"]) > 0
+            assert row["graph_breaks"] == "0" and float(row["memory_ratio"]) > 0
+    report = (root / "report.md").read_text()
+    assert report.count("| error: ") == 6 and "4 sweep job(s) skipped" in report
+    assert (root / "speedup.png").stat().st_size > 0
+    assert (root / "epoch_times.png").stat().st_size > 0
+
+    runs = [read_run(path) for path in find_runs(root)]
+    benchmark = [w for w in runs if w.job_type == "benchmark"]
+    assert len(benchmark) == 2 * 2 * 3 + 2 * 4  # every job that ran; none for skipped ones
+    assert {w.group for w in runs} == {root.name}
+    for w in benchmark:
+        expected = 0 if w.summary["status"] == "ok" else 1
+        assert w.exit_code == expected
+    [report_run] = [w for w in runs if w.job_type == "report"]
+    assert len(report_run.tables["comparison"]) == len(rows)
+
+
+def test_seed_repeats_and_paired_measurement(tmp_path, data_dir):
+    proc = sweep(["model=sage", "compile=false,true", "train.seed=0,1,2", "train.epochs=4",
+                  "train.warmup_epochs=1", "wandb.mode=disabled", f"data_dir={data_dir}"],
+                 tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader((only_sweep_dir(tmp_path) / "report.csv").open()))
+    assert [r["variant"] for r in rows] == ["eager", "compile-default"]
+    for row in rows:
+        assert row["runs"] == "3/3 ok"
+        assert float(row["test_acc_std"]) >= 0
+        assert float(row["run_median_ms_min"]) <= float(row["epoch_ms"]) * 10
+        assert float(row["run_median_ms_min"]) <= float(row["run_median_ms_max"])
+    assert float(rows[1]["speedup"]) > 0
+
+
+def test_paired_run_compares_in_one_process(run):
+    result = run("model=sage", "compile=true", "train.paired=true", "train.epochs=6",
+                 "train.warmup_epochs=2", "wandb.mode=disabled")
+    assert result["status"] == "ok", result["reason"]
+    cmp = result["comparison"]
+    assert cmp["reference"] == "paired eager twin"
+    assert cmp["speedup_ci95"][0] <= cmp["speedup"] <= cmp["speedup_ci95"][1]
+    eager_steps = sorted(r["eager_train_s"] for r in result["epochs"][2:])
+    assert cmp["eager_step_median_s"] == pytest.approx(
+        (eager_steps[1] + eager_steps[2]) / 2)
+    # Both models learn; Inductor draws its own dropout masks, so the losses differ a little.
+    first, last = result["epochs"][0], result["epochs"][-1]
+    assert last["loss"] < first["loss"] and last["eager_loss"] < first["eager_loss"]
+    assert result["paired"]["loss_max_abs_diff"] == pytest.approx(
+        max(abs(r["loss"] - r["eager_loss"]) for r in result["epochs"]))
+    assert cmp["test_acc_delta"] == pytest.approx(
+        result["accuracy"]["test_at_best_val"] - cmp["eager_test_acc"])
