@@ -24,6 +24,8 @@ CONF_DIR = (
 )
 CONFIG_GROUPS = ("model", "dataset", "experiment")
 DEVICES = ("auto", "cpu", "cuda")
+BATCHING = ("full", "neighbor")
+SAMPLERS = ("auto", "gnnbench", "pyg")
 
 
 class ConfigError(ValueError):
@@ -140,6 +142,24 @@ def validate(cfg: DictConfig) -> None:
         isinstance(train.weight_decay, (int, float)) and train.weight_decay >= 0,
         f"train.weight_decay={train.weight_decay!r} must be >= 0",
     )
+    _choice("train.batching", train.batching, BATCHING)
+    _choice("train.sampler", train.sampler, SAMPLERS)
+    if train.batching == "neighbor":
+        fanouts = list(train.fanouts)
+        _require(len(fanouts) == cfg.model.num_layers and all(
+            isinstance(f, int) and (f > 0 or f == -1) for f in fanouts),
+            f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
+            f"(model.num_layers={cfg.model.num_layers})")
+        _require(isinstance(train.batch_size, int) and train.batch_size > 0,
+                 f"train.batch_size={train.batch_size!r} must be a positive integer")
+        _require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
+                 f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
+        _require(not train.paired, "train.paired=true needs train.batching=full")
+        if train.sampler == "pyg":
+            from gnnbench.sampler import pyg_available
+
+            _require(pyg_available(), "train.sampler='pyg' needs pyg-lib or torch-sparse; "
+                     "choose one of: auto, gnnbench")
     _choice("train.device", train.device, DEVICES)
     resolve_device(train.device)
     if cfg.data_mirror is not None:

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnbench.data import Task
+from gnnbench.sampler import CSRGraph, sample_neighbors
 
 
 def train_step(forward: Callable[..., Tensor], model: torch.nn.Module,
@@ -31,6 +32,36 @@ def predict(forward: Callable[..., Tensor], model: torch.nn.Module, task: Task,
             edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:
     model.eval()
     return forward(task.x, edge_index, edge_weight).argmax(dim=-1)
+
+
+def train_batch_step(forward: Callable[..., Tensor], model: torch.nn.Module,
+                     optimizer: torch.optim.Optimizer, x: Tensor, edge_index: Tensor,
+                     edge_weight: Tensor | None, y: Tensor) -> Tensor:
+    """One mini-batch: the seeds are the first len(y) nodes of the sampled subgraph."""
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    out = forward(x, edge_index, edge_weight)[: y.numel()]
+    loss = F.cross_entropy(out, y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+@torch.no_grad()
+def layerwise_predict(model: torch.nn.Module, x: Tensor, graph: CSRGraph,
+                      edge_weight: Tensor | None, chunk_size: int) -> Tensor:
+    """Inference one layer at a time over all nodes, in chunks with their full one-hop
+    neighbourhoods: memory grows with a chunk's edges, never with a k-hop explosion."""
+    model.eval()
+    h = x
+    for i in range(len(model.convs)):
+        parts = []
+        for nodes in torch.arange(graph.num_nodes, device=x.device).split(chunk_size):
+            hop = sample_neighbors(graph, nodes, [-1])
+            weight = edge_weight[hop.e_id] if edge_weight is not None else None
+            parts.append(model.layer(i, h[hop.n_id], hop.edge_index, weight)[: nodes.numel()])
+        h = torch.cat(parts)
+    return h.argmax(dim=-1)
 
 
 def split_accuracy(pred: Tensor, task: Task) -> dict[str, float]:

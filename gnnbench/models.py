@@ -57,15 +57,18 @@ class GNN(nn.Module):
         self.input_dropout = input_dropout
         self.uses_edge_weight = uses_edge_weight
 
+    def layer(self, i: int, x: Tensor, edge_index: Tensor,
+              edge_weight: Tensor | None = None) -> Tensor:
+        """Layer i without dropout: what layer-wise inference applies to all nodes in turn."""
+        conv = self.convs[i]
+        x = conv(x, edge_index, edge_weight) if self.uses_edge_weight else conv(x, edge_index)
+        return self.norms[i](x).relu() if i < len(self.convs) - 1 else x
+
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         x = F.dropout(x, p=self.input_dropout, training=self.training)
-        for i, conv in enumerate(self.convs):
-            if self.uses_edge_weight:
-                x = conv(x, edge_index, edge_weight)
-            else:
-                x = conv(x, edge_index)
+        for i in range(len(self.convs)):
+            x = self.layer(i, x, edge_index, edge_weight)
             if i < len(self.convs) - 1:
-                x = self.norms[i](x).relu()
                 x = F.dropout(x, p=self.dropout, training=self.training)
         return x
 

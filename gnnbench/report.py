@@ -42,9 +42,17 @@ def format_summary(result: dict, where: str | None = None) -> str:
     t = result.get("timing") or {}
     if "train_step_s" in t:
         step, ev = t["train_step_s"], t["eval_s"]
-        lines.append(f"  train step: median {_ms(step['median'])} (IQR {_ms(step['iqr'])}, "
+        unit = "train step" if (result.get("batching") or {}).get("mode") == "full" else \
+            "train epoch"
+        lines.append(f"  {unit}: median {_ms(step['median'])} (IQR {_ms(step['iqr'])}, "
                      f"n={step['n']} epochs after {t['warmup_epochs']} warm-up); "
                      f"eval: median {_ms(ev['median'])}")
+        if "sample_s" in t:
+            b = result["batching"]
+            lines.append(f"  per epoch ({b['batches_per_epoch']} batches, {b['sampler']} "
+                         f"sampler): sampling {_ms(t['sample_s']['median'])}, transfer "
+                         f"{_ms(t['transfer_s']['median'])}, compute "
+                         f"{_ms(t['compute_s']['median'])}")
         first = f"  first epoch: {t['first_epoch_s']:.2f} s"
         if t.get("compile_overhead_s") is not None:
             first += f"; compile overhead {t['compile_overhead_s']:.2f} s"

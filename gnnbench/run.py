@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import compile as compiler
 from gnnbench import config, data, loop, memory, models, timing, tracking
+from gnnbench import sampler as sampling
 from gnnbench.progress import Progress
 
 
@@ -51,6 +52,7 @@ def _new_result(cfg: DictConfig) -> dict:
         "accuracy": None,
         "comparison": None,
         "paired": None,
+        "batching": {"mode": "full"},
         "epochs": [],
     }
 
@@ -61,7 +63,10 @@ def _timing(records: list[dict], warmup: int, wall_s: float) -> dict:
     steady_train, steady_eval = timing.summarize(train[warmup:]), timing.summarize(evals[warmup:])
     first_epoch = train[0] + evals[0]
     overhead = first_epoch - (steady_train["median"] + steady_eval["median"])
+    stages = {f"{stage}_s": timing.summarize([r[f"{stage}_s"] for r in records[warmup:]])
+              for stage in ("sample", "transfer", "compute") if f"{stage}_s" in records[0]}
     return {
+        **stages,
         "warmup_epochs": warmup,
         "train_step_s": steady_train,
         "eval_s": steady_eval,
@@ -113,6 +118,9 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
                 f"{prefix}eval_s": eval_s, f"{prefix}train_acc": acc["train"],
                 f"{prefix}val_acc": acc["val"], f"{prefix}test_acc": acc["test"]}
 
+    if cfg.train.batching == "neighbor":
+        epoch_of = _neighbor_epochs(cfg, device, result, task, model, edge_index, edge_weight)
+
     memory.reset_peak(device)
     progress = Progress(cfg.train.epochs, label=result["name"])
     records = result["epochs"]
@@ -124,6 +132,8 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
                 record.update(epoch_of(prefix, fwd, mdl, opt, epoch))
             if recorder is not None:
                 record["recompiles"] = recorder.snapshot()["recompiles"]
+                before = records[-1]["recompiles"] if records else 0
+                record["recompiles_this_epoch"] = record["recompiles"] - before
             records.append(record)
             progress.update(record)
     finally:
@@ -138,6 +148,54 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
         result["paired"] = {"accuracy": _accuracy(eager_records),
                             "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
                                                      for r in records)}
+
+
+def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: data.Task,
+                     model: torch.nn.Module, edge_index: torch.Tensor,
+                     edge_weight: torch.Tensor | None):
+    """Mini-batch epochs: each batch's sampling, gathering onto the device and compute are
+    timed apart (each between synchronisations); inference is layer-wise over all nodes."""
+    train = cfg.train
+    kind = train.sampler if train.sampler != "auto" else (
+        "pyg" if sampling.pyg_available() else "gnnbench")
+    graph = sampling.CSRGraph.from_edge_index(edge_index, task.num_nodes)
+    if kind == "pyg":
+        batches = sampling.PygNeighborBatches(edge_index, task.num_nodes, task.splits["train"],
+                                              train.fanouts, train.batch_size, train.seed)
+    else:
+        batches = sampling.NeighborSampler(graph, task.splits["train"], train.fanouts,
+                                           train.batch_size, shuffle=True, seed=train.seed)
+    result["batching"] = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
+                          "batch_size": train.batch_size, "batches_per_epoch": len(batches)}
+
+    def gather(batch: sampling.Batch) -> tuple:
+        batch = batch.to(device)
+        weight = edge_weight[batch.e_id] if edge_weight is not None else None
+        return (task.x[batch.n_id], batch.edge_index, weight,
+                task.y[batch.n_id[: batch.batch_size]])
+
+    def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
+        stages = {"sample_s": 0.0, "transfer_s": 0.0, "compute_s": 0.0}
+        total, count, it = torch.zeros((), device=device), 0, iter(batches)
+        while True:
+            batch, seconds = timing.timed(lambda: next(it, None), device)
+            stages["sample_s"] += seconds
+            if batch is None:
+                break
+            inputs, seconds = timing.timed(lambda b=batch: gather(b), device)
+            stages["transfer_s"] += seconds
+            loss, seconds = timing.timed(
+                lambda x=inputs: loop.train_batch_step(fwd, mdl, opt, *x), device)
+            stages["compute_s"] += seconds
+            total, count = total + loss, count + 1
+        pred, eval_s = timing.timed(lambda: loop.layerwise_predict(
+            mdl, task.x, graph, edge_weight, train.eval_chunk), device)
+        acc = loop.split_accuracy(pred, task)
+        return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
+                "eval_s": eval_s, **stages, "batches": count, "train_acc": acc["train"],
+                "val_acc": acc["val"], "test_acc": acc["test"]}
+
+    return epoch_of
 
 
 def skipped_result(cfg: DictConfig, same_as: dict) -> dict:

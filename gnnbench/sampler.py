@@ -175,3 +175,26 @@ class NeighborSampler:
             seeds = seeds[order]
         for chunk in seeds.split(self.batch_size):
             yield sample_neighbors(self.graph, chunk, self.fanouts, self.generator)
+
+
+class PygNeighborBatches:
+    """PyG's NeighborLoader (pyg-lib or torch-sparse) behind the same iteration as
+    NeighborSampler, yielding our Batch layout, so the training loop cannot tell them apart."""
+
+    def __init__(self, edge_index: Tensor, num_nodes: int, seeds: Tensor,
+                 fanouts: Sequence[int], batch_size: int, seed: int = 0) -> None:
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NeighborLoader
+
+        data = Data(edge_index=edge_index.cpu(), num_nodes=num_nodes,
+                    edge_ids=torch.arange(edge_index.size(1)))
+        torch.manual_seed(seed)
+        self.loader = NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size,
+                                     input_nodes=seeds.cpu(), shuffle=True)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[Batch]:
+        for b in self.loader:
+            yield Batch(b.n_id, b.edge_index, b.edge_ids, int(b.batch_size))

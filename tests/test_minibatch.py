@@ -1,0 +1,48 @@
+"""Mini-batch training with neighbour sampling, eager and compiled, on the CPU path."""
+
+import pytest
+
+# 700 training nodes in batches of 256: three batches of two sizes per epoch.
+MINI = ("model=sage", "dataset.train_per_class=100", "train.batching=neighbor",
+        "train.fanouts=[10,5]", "train.batch_size=256", "train.sampler=gnnbench",
+        "wandb.mode=disabled")
+
+
+def test_eager_minibatch_learns_and_splits_its_time(run):
+    result = run(*MINI, "train.epochs=30", "train.warmup_epochs=2")
+    assert result["status"] == "ok", result["reason"]
+    assert result["batching"] == {"mode": "neighbor", "sampler": "gnnbench",
+                                  "fanouts": [10, 5], "batch_size": 256,
+                                  "batches_per_epoch": 3}
+    for record in result["epochs"]:
+        assert record["batches"] == 3
+        parts = record["sample_s"] + record["transfer_s"] + record["compute_s"]
+        assert record["train_s"] == pytest.approx(parts)
+        assert min(record["sample_s"], record["transfer_s"], record["compute_s"]) > 0
+    assert result["timing"]["sample_s"]["n"] == 28
+    assert result["accuracy"]["test_at_best_val"] >= 0.6  # chance is 1/7
+
+
+@pytest.mark.slow
+def test_dynamic_shapes_compile_once(run):
+    result = run(*MINI, "compile=true", "compiler.dynamic=true", "train.epochs=3",
+                 "train.warmup_epochs=1")
+    assert result["status"] == "ok", result["reason"]
+    assert all(r["recompiles_this_epoch"] == 0 for r in result["epochs"][1:])
+    assert result["compile"]["recompiles"] == result["epochs"][0]["recompiles"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dynamic", ["false", "null"])
+def test_static_and_automatic_shapes_show_their_recompiles(run, dynamic):
+    result = run(*MINI, "compile=true", f"compiler.dynamic={dynamic}", "train.epochs=2",
+                 "train.warmup_epochs=1")
+    assert result["status"] == "ok", result["reason"]
+    dynamo = result["compile"]
+    assert dynamo["recompiles"] >= 1
+    assert any("size mismatch" in r for r in dynamo["recompile_reasons"])
+
+
+def test_bad_fanouts_are_rejected(run):
+    result = run(*MINI, "train.fanouts=[10]")
+    assert result["status"] == "error" and "train.fanouts=[10]" in result["reason"]
