@@ -102,6 +102,10 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
         inductor_error = (InductorError,)
     except ImportError:
         pass
-    if isinstance(exc, (dynamo_exc.TorchDynamoException, *inductor_error)):
+    # FailOnRecompileLimitHit: with fullgraph=True, more shapes than dynamo's recompile limit
+    # (static shapes on varying mini-batches) is a hard failure instead of an eager fallback.
+    compiler_errors = (dynamo_exc.TorchDynamoException, dynamo_exc.FailOnRecompileLimitHit,
+                       *inductor_error)
+    if isinstance(exc, compiler_errors):
         return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
     return None
