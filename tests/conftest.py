@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from tests_support import make_read_only
 
 from gnnbench import config
 from gnnbench.run import run_experiment
@@ -56,8 +57,7 @@ def read_only_mirror(tmp_path_factory, mirror) -> Path:
     """A copy of the mirror with every write bit removed, as on a shared read-only mount."""
     root = tmp_path_factory.mktemp("mirror") / "planetoid"
     shutil.copytree(mirror, root)
-    for path in sorted(root.rglob("*"), reverse=True) + [root]:
-        path.chmod(0o555 if path.is_dir() else 0o444)
+    make_read_only(root)
     return root
 
 
