@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,14 @@ def _find_mirror() -> Path | None:
 
 MIRROR = _find_mirror()
 needs_mirror = pytest.mark.skipif(MIRROR is None, reason="no Planetoid mirror found")
+
+
+def pytest_configure(config):  # noqa: ARG001 - pytest's signature
+    """W&B's own files (settings, cache, staging) go to a temp dir, never to $HOME."""
+    home = tempfile.mkdtemp(prefix="gnnbench-wandb-")
+    for var in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR"):
+        os.environ.setdefault(var, home)
+    os.environ.pop("WANDB_API_KEY", None)
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature
@@ -69,11 +78,12 @@ def make_config(overrides: list[str]):
 
 @pytest.fixture
 def run(tmp_path, data_dir, mirror):
-    """Run one experiment in-process with Hydra-composed config; returns results.json's dict."""
+    """Run one experiment in-process with Hydra-composed config; returns results.json's dict.
+    W&B is off unless a test turns it on (tests/test_tracking.py does)."""
 
     def _run(*overrides: str) -> dict:
         cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}",
-                           "train.device=cpu", *overrides])
+                           "train.device=cpu", "wandb.mode=disabled", *overrides])
         return run_experiment(cfg, tmp_path / f"run{len(list(tmp_path.iterdir()))}")
 
     return _run

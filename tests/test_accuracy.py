@@ -1,30 +1,46 @@
 """Published accuracies on Cora's public split, eager and compiled (real data, CPU)."""
 
 import pytest
+from conftest import make_config
+
+from gnnbench.run import run_experiment
 
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def cora(tmp_path_factory, data_dir, mirror):
+    """One 200-epoch Cora run per (model, compile), shared by the tests below."""
+    cache: dict = {}
+
+    def get(model: str, compiled: bool) -> dict:
+        if (model, compiled) not in cache:
+            cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}",
+                               "train.device=cpu", "wandb.mode=disabled", "dataset=cora",
+                               f"model={model}", f"compile={str(compiled).lower()}"])
+            cache[model, compiled] = run_experiment(cfg, tmp_path_factory.mktemp(model))
+        return cache[model, compiled]
+
+    return get
 
 
-def test_gcn_cora_eager_in_published_band(run):
-    result = run("model=gcn", "dataset=cora")
+def test_gcn_cora_eager_in_published_band(cora):
+    result = cora("gcn", False)
     assert result["status"] == "ok"
     # Kipf & Welling: 81.5 ± 0.6 (200 epochs, one seed).
     assert 0.79 <= result["accuracy"]["test_at_best_val"] <= 0.84
     assert len(result["epochs"]) == 200
 
 
-def test_sage_cora_eager(run):
-    result = run("model=sage", "dataset=cora")
+def test_sage_cora_eager(cora):
+    result = cora("sage", False)
     assert result["status"] == "ok"
     assert result["accuracy"]["test_at_best_val"] >= 0.77
 
 
 @pytest.mark.parametrize("model", ["gcn", "sage"])
-def test_compiled_matches_eager(run, model):
-    eager = run(f"model={model}", "dataset=cora")
-    compiled = run(f"model={model}", "dataset=cora", "compile=true")
+def test_compiled_matches_eager(cora, model):
+    eager, compiled = cora(model, False), cora(model, True)
     assert compiled["status"] == "ok", compiled["reason"]
     gap = abs(compiled["accuracy"]["test_at_best_val"] - eager["accuracy"]["test_at_best_val"])
     assert gap <= 0.02
@@ -37,7 +53,7 @@ def test_compiled_matches_eager(run, model):
 
 def test_synthetic_default_is_learnable(run):
     """The offline default dataset: a 2-layer GCN must beat chance (1/7) by a wide margin."""
-    result = run()
+    result = run("wandb.mode=disabled")
     assert result["config"]["dataset"]["name"] == "synthetic"
     assert result["status"] == "ok"
     assert result["accuracy"]["test_at_best_val"] >= 0.6

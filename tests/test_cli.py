@@ -133,6 +133,7 @@ def test_incomplete_mirror_names_the_missing_file(tmp_path, mirror):
 def test_regular_install_finds_its_configs(tmp_path):
     """A non-editable install ships conf/ inside the package."""
     site, source = tmp_path / "site", tmp_path / "source"
+    source.mkdir()
     for part in ("pyproject.toml", "README.md", "gnnbench", "conf"):  # build outside the repo
         copy = shutil.copytree if (REPO / part).is_dir() else shutil.copy
         copy(REPO / part, source / part)
@@ -144,6 +145,10 @@ def test_regular_install_finds_its_configs(tmp_path):
                            cwd=tmp_path, env={**os.environ, **env}, capture_output=True,
                            text=True, check=True).stdout.strip()
     assert where.startswith(str(site)), where
+    for group, name in (("model", "sage"), ("dataset", "ogbn-products"),
+                        ("experiment", "products-sage")):
+        assert (Path(where) / group / f"{name}.yaml").is_file()
+    assert (site / "gnnbench" / "benchmarks" / "sampler.py").is_file()
     proc = gnnbench(["model=sage", *QUICK], tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert only_results(tmp_path)["config"]["model"]["name"] == "sage"

@@ -11,6 +11,7 @@ import pytest
 from gnnbench.wandb_file import find_runs, read_run
 
 QUICK = ("train.epochs=4", "train.warmup_epochs=1")
+OFFLINE = ("wandb.mode=offline",)
 
 
 @pytest.fixture(autouse=True)
@@ -20,10 +21,14 @@ def wandb_env(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    yield
+    import wandb
+
+    wandb.teardown()  # stop wandb-core so that the next test starts it under its own env
 
 
 def test_offline_run_reads_back_what_the_run_recorded(run):
-    result = run("model=sage", "dataset=cora", "wandb.tags=[nightly]", *QUICK)
+    result = run("model=sage", "dataset=cora", "wandb.tags=[nightly]", *QUICK, *OFFLINE)
     assert result["status"] == "ok"
     w = read_run(result["wandb_dir"], wait=30)
     assert w.name == "sage-cora-eager-s0" == result["name"]
@@ -49,7 +54,7 @@ def test_offline_run_reads_back_what_the_run_recorded(run):
 @pytest.mark.slow
 def test_compiled_failure_exits_one_with_reason_tables(run):
     result = run("model=sage", "model.aggr=lstm", "dataset=synthetic",
-                 "dataset.num_features=16", "compile=true", *QUICK)
+                 "dataset.num_features=16", "compile=true", *QUICK, *OFFLINE)
     assert result["status"] == "graph_break"
     w = read_run(result["wandb_dir"], wait=30)
     assert w.exit_code == 1
@@ -60,7 +65,7 @@ def test_compiled_failure_exits_one_with_reason_tables(run):
 @pytest.mark.slow
 def test_compiled_run_logs_graph_break_and_recompile_tables(run):
     result = run("model=gcn", "model.normalize=layer", "compiler.fullgraph=false",
-                 "compile=true", "dataset=cora", *QUICK)
+                 "compile=true", "dataset=cora", *QUICK, *OFFLINE)
     w = read_run(result["wandb_dir"], wait=30)
     breaks = w.tables["graph_break_reasons"]
     assert sum(row["count"] for row in breaks) == result["compile"]["graph_breaks"] > 0

@@ -36,7 +36,10 @@ def wandb_dir(tmp_path, monkeypatch):
 
 
 def _init(root, **kwargs):
-    return wandb.init(dir=root, settings=wandb.Settings(x_disable_stats=True), **kwargs)
+    # mode explicitly: wandb caches settings from the environment at its first use in the
+    # process, so WANDB_MODE set here can come too late when other tests used wandb first.
+    return wandb.init(dir=root, mode="offline", settings=wandb.Settings(x_disable_stats=True),
+                      **kwargs)
 
 
 def _finish(run, exit_code: int = 0) -> Path:
