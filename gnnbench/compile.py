@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from torch import nn
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+SCOPES = ("model", "step")
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 
 
@@ -27,6 +28,27 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
     """`cfg` is the `compiler` group: mode, dynamic, fullgraph, backend."""
     return torch.compile(model, mode=cfg.mode, dynamic=cfg.dynamic,
                          fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+
+def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
+                       cfg: DictConfig) -> tuple[Callable, Callable]:
+    """The whole training step, for `compiler.scope=step`: forward and loss in one graph
+    (no host sync: the loss indexes with tensors), and the optimizer step compiled too, so
+    that under `reduce-overhead` both replay as CUDA graphs and only backward's launches
+    stay eager. The optimizer must be `capturable` on CUDA."""
+    compiled_loss = torch.compile(loss_fn, mode=cfg.mode, dynamic=cfg.dynamic,
+                                  fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+    def loss_of_step(*args: object) -> torch.Tensor:
+        # A new step: CUDA-graph outputs of the last one may be overwritten from here on.
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled_loss(*args)
+
+    @torch.compile(mode=cfg.mode, fullgraph=False, backend=cfg.backend)
+    def optimizer_step() -> None:
+        optimizer.step()
+
+    return loss_of_step, optimizer_step
 
 
 class _Collect(logging.Handler):
@@ -69,6 +91,10 @@ class DynamoRecorder:
         self._logger.removeHandler(self._handler)
         self._logger.propagate = self._propagate
         torch._logging.set_logs()
+
+    def recompiles(self) -> int:
+        """Cheap enough to call every epoch (snapshot() builds lists)."""
+        return len(self._handler.messages)
 
     def snapshot(self) -> dict:
         breaks = dict(self._counters["graph_break"])

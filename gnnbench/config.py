@@ -39,13 +39,17 @@ def project_dir() -> str:
     return os.getcwd()
 
 
-def variant_name(compiled: object, mode: str) -> str:
-    return f"compile-{mode}" if compiled is True else "eager"
+def variant_name(compiled: object, mode: str, scope: str = "model") -> str:
+    """eager, compile-<mode>, or compile-<mode>-step when the whole training step is compiled."""
+    if compiled is not True:
+        return "eager"
+    return f"compile-{mode}" + ("-step" if scope == "step" else "")
 
 
-def run_name(model: str, dataset: str, compiled: object, mode: str, seed: object) -> str:
+def run_name(model: str, dataset: str, compiled: object, mode: str, scope: str,
+             seed: object) -> str:
     """Readable run name, shared by output directories and W&B: sage-cora-compile-default-s0."""
-    return f"{model}-{dataset}-{variant_name(compiled, mode)}-s{seed}"
+    return f"{model}-{dataset}-{variant_name(compiled, mode, scope)}-s{seed}"
 
 
 def reference_key(cfg: DictConfig | dict) -> str:
@@ -119,6 +123,7 @@ def validate(cfg: DictConfig) -> None:
     _choice("dataset.name", cfg.dataset.name, data.DATASETS)
     _choice("compile", cfg.compile, (False, True))
     _choice("compiler.mode", cfg.compiler.mode, compiler.MODES)
+    _choice("compiler.scope", cfg.compiler.scope, compiler.SCOPES)
     _choice("compiler.dynamic", cfg.compiler.dynamic, (True, False, None))
     _choice("compiler.fullgraph", cfg.compiler.fullgraph, (True, False))
     if cfg.compile:
@@ -155,6 +160,8 @@ def validate(cfg: DictConfig) -> None:
         _require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
                  f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
         _require(not train.paired, "train.paired=true needs train.batching=full")
+        _require(not (cfg.compile and cfg.compiler.scope == "step"),
+                 "compiler.scope='step' needs train.batching=full")
         if train.sampler == "pyg":
             from gnnbench.sampler import pyg_available
 

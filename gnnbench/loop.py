@@ -27,6 +27,26 @@ def train_step(forward: Callable[..., Tensor], model: torch.nn.Module,
     return loss.detach()
 
 
+def loss_of(model: torch.nn.Module, x: Tensor, edge_index: Tensor,
+            edge_weight: Tensor | None, index: Tensor, y: Tensor) -> Tensor:
+    """Forward and loss as one function, so `compiler.scope=step` can compile both."""
+    return F.cross_entropy(model(x, edge_index, edge_weight)[index], y[index])
+
+
+def compiled_train_step(loss_fn: Callable[..., Tensor], optimizer_step: Callable[[], None],
+                        model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
+                        edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:
+    """The step of `compiler.scope=step`. Gradients are zeroed in place, not set to None,
+    so their addresses stay fixed for a CUDA-graphed optimizer step."""
+    model.train()
+    optimizer.zero_grad(set_to_none=False)
+    loss = loss_fn(task.x, edge_index, edge_weight, task.splits["train"], task.y)
+    value = loss.detach().clone()  # a CUDA-graph output lives only until the next replay
+    loss.backward()
+    optimizer_step()
+    return value
+
+
 @torch.no_grad()
 def predict(forward: Callable[..., Tensor], model: torch.nn.Module, task: Task,
             edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:

@@ -28,8 +28,8 @@ def variant(cfg: dict) -> str:
     if cfg["compile"] is not True:
         return "eager"
     c = cfg["compiler"]
-    return (f"compile mode={c['mode']} dynamic={c['dynamic']} fullgraph={c['fullgraph']} "
-            f"backend={c['backend']}")
+    return (f"compile mode={c['mode']} scope={c['scope']} dynamic={c['dynamic']} "
+            f"fullgraph={c['fullgraph']} backend={c['backend']}")
 
 
 def format_summary(result: dict, where: str | None = None) -> str:
@@ -88,7 +88,8 @@ def variant_label(cfg: dict) -> str:
     if cfg["compile"] is not True:
         return "eager"
     c = cfg["compiler"]
-    extras = [f"dynamic={c['dynamic']}" if c["dynamic"] is not True else "",
+    extras = ["step" if c.get("scope") == "step" else "",
+              f"dynamic={c['dynamic']}" if c["dynamic"] is not True else "",
               "fullgraph=False" if c["fullgraph"] is not True else "",
               f"backend={c['backend']}" if c["backend"] != "inductor" else "",
               "paired" if cfg["train"].get("paired") else ""]

@@ -6,6 +6,7 @@ Whatever happens, `results.json` is written: a failed run is a result too.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import platform
 import time
@@ -95,8 +96,11 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
     result["dataset"] = task.info
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
+    whole_step = cfg.compile and cfg.compiler.scope == "step"
+    # A CUDA-graphed optimizer step needs its state on the device (capturable).
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
-                                 weight_decay=cfg.train.weight_decay)
+                                 weight_decay=cfg.train.weight_decay,
+                                 capturable=whole_step and device.type == "cuda")
     # The paired twin starts from the same weights and trains eagerly beside the compiled
     # model, epochs interleaved, so both see the same machine state.
     twin = copy.deepcopy(model) if cfg.train.paired and cfg.compile else None
@@ -106,16 +110,30 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
         twin_optimizer = torch.optim.Adam(twin.parameters(), lr=cfg.train.lr,
                                           weight_decay=cfg.train.weight_decay)
         variants.append(("eager_", twin, twin, twin_optimizer))
+    if whole_step:
+        # Gradients allocated up front and zeroed in place: otherwise the first backward
+        # hands CUDA-graph outputs to .grad, which the next graph replay overwrites.
+        for parameter in model.parameters():
+            parameter.grad = torch.zeros_like(parameter)
+        loss_fn, optimizer_step = compiler.compile_step_parts(
+            functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
+
+    def train_step(fwd, mdl, opt) -> torch.Tensor:
+        if whole_step and mdl is model:
+            return loop.compiled_train_step(loss_fn, optimizer_step, mdl, opt, task,
+                                            edge_index, edge_weight)
+        return loop.train_step(fwd, mdl, opt, task, edge_index, edge_weight)
 
     def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
-        torch.manual_seed(cfg.train.seed * 100_003 + epoch)  # same dropout stream for a twin
-        loss, train_s = timing.timed(
-            lambda: loop.train_step(fwd, mdl, opt, task, edge_index, edge_weight), device)
-        pred, eval_s = timing.timed(
-            lambda: loop.predict(fwd, mdl, task, edge_index, edge_weight), device)
-        acc = loop.split_accuracy(pred, task)
-        return {f"{prefix}loss": loss.item(), f"{prefix}train_s": train_s,
-                f"{prefix}eval_s": eval_s, f"{prefix}train_acc": acc["train"],
+        if twin is not None:  # the same dropout stream for both models of a pair
+            torch.manual_seed(cfg.train.seed * 100_003 + epoch)
+        timer = timing.EpochTimer(device)
+        loss = timer.measure("train_s", lambda: train_step(fwd, mdl, opt))
+        pred = timer.measure("eval_s", lambda: loop.predict(fwd, mdl, task, edge_index,
+                                                            edge_weight))
+        seconds, acc = timer.read(), loop.split_accuracy(pred, task)
+        return {f"{prefix}loss": loss.item(), f"{prefix}train_s": seconds["train_s"],
+                f"{prefix}eval_s": seconds["eval_s"], f"{prefix}train_acc": acc["train"],
                 f"{prefix}val_acc": acc["val"], f"{prefix}test_acc": acc["test"]}
 
     if cfg.train.batching == "neighbor":
@@ -126,14 +144,19 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
     records = result["epochs"]
     try:
         for epoch in range(cfg.train.epochs):
+            timing.synchronize(device)
+            started = time.perf_counter()
             record = {"epoch": epoch}
             order = variants if epoch % 2 == 0 else variants[::-1]  # alternate who goes first
             for prefix, fwd, mdl, opt in order:
                 record.update(epoch_of(prefix, fwd, mdl, opt, epoch))
             if recorder is not None:
-                record["recompiles"] = recorder.snapshot()["recompiles"]
+                record["recompiles"] = recorder.recompiles()
                 before = records[-1]["recompiles"] if records else 0
                 record["recompiles_this_epoch"] = record["recompiles"] - before
+            timing.synchronize(device)
+            # The whole epoch as a user's loop would see it, the runner's bookkeeping included.
+            record["epoch_wall_s"] = time.perf_counter() - started
             records.append(record)
             progress.update(record)
     finally:
@@ -175,25 +198,20 @@ def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: 
                 task.y[batch.n_id[: batch.batch_size]])
 
     def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
-        stages = {"sample_s": 0.0, "transfer_s": 0.0, "compute_s": 0.0}
+        timer = timing.EpochTimer(device)
         total, count, it = torch.zeros((), device=device), 0, iter(batches)
-        while True:
-            batch, seconds = timing.timed(lambda: next(it, None), device)
-            stages["sample_s"] += seconds
-            if batch is None:
-                break
-            inputs, seconds = timing.timed(lambda b=batch: gather(b), device)
-            stages["transfer_s"] += seconds
-            loss, seconds = timing.timed(
-                lambda x=inputs: loop.train_batch_step(fwd, mdl, opt, *x), device)
-            stages["compute_s"] += seconds
+        while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
+            inputs = timer.measure("transfer_s", lambda b=batch: gather(b))
+            loss = timer.measure("compute_s",
+                                 lambda x=inputs: loop.train_batch_step(fwd, mdl, opt, *x))
             total, count = total + loss, count + 1
-        pred, eval_s = timing.timed(lambda: loop.layerwise_predict(
-            mdl, task.x, graph, edge_weight, train.eval_chunk), device)
-        acc = loop.split_accuracy(pred, task)
+        pred = timer.measure("eval_s", lambda: loop.layerwise_predict(
+            mdl, task.x, graph, edge_weight, train.eval_chunk))
+        seconds, acc = timer.read(), loop.split_accuracy(pred, task)
+        stages = {k: seconds[k] for k in ("sample_s", "transfer_s", "compute_s")}
         return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
-                "eval_s": eval_s, **stages, "batches": count, "train_acc": acc["train"],
-                "val_acc": acc["val"], "test_acc": acc["test"]}
+                "eval_s": seconds["eval_s"], **stages, "batches": count,
+                "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
 
     return epoch_of
 
@@ -238,7 +256,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, eager_reference: dict | No
     started = time.perf_counter()
     result = _new_result(cfg)
     result["name"] = config.run_name(cfg.model.name, cfg.dataset.name, cfg.compile,
-                                     cfg.compiler.mode, cfg.train.seed)
+                                     cfg.compiler.mode, cfg.compiler.scope, cfg.train.seed)
     try:
         config.validate(cfg)
         device = config.resolve_device(cfg.train.device)
@@ -259,8 +277,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, eager_reference: dict | No
         warmup = min(cfg.train.warmup_epochs, len(result["epochs"]) - 1)
         result["timing"] = _timing(result["epochs"], warmup, wall_s)
         # The first epoch pays for tracing and code generation; steady state does not.
+        # Without epochs after the warm-up (a run that failed early) there is no steady state.
+        steady = len(result["epochs"]) > cfg.train.warmup_epochs
         result["timing"]["compile_overhead_s"] = (
-            result["timing"]["first_epoch_overhead_s"] if cfg.compile else None)
+            result["timing"]["first_epoch_overhead_s"] if cfg.compile and steady else None)
     else:
         result["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
     if result["status"] == "ok" and cfg.compile:

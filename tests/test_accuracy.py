@@ -57,3 +57,14 @@ def test_synthetic_default_is_learnable(run):
     assert result["config"]["dataset"]["name"] == "synthetic"
     assert result["status"] == "ok"
     assert result["accuracy"]["test_at_best_val"] >= 0.6
+
+
+def test_whole_step_compile_learns_like_its_eager_twin(run):
+    """compiler.scope=step: forward+loss and the optimizer step compiled (CPU path)."""
+    result = run("model=sage", "compile=true", "compiler.scope=step", "train.paired=true",
+                 "train.epochs=60", "train.warmup_epochs=5")
+    assert result["status"] == "ok", result["reason"]
+    assert result["name"] == "sage-synthetic-compile-default-step-s0"
+    assert abs(result["comparison"]["test_acc_delta"]) <= 0.05
+    assert result["accuracy"]["test_at_best_val"] >= 0.6
+    assert result["timing"]["compile_overhead_s"] > 0

@@ -22,6 +22,17 @@ def test_timer_waits_for_the_kernel():
     assert seconds == pytest.approx(start.elapsed_time(end) / 1e3, rel=0.2)
 
 
+def test_epoch_timer_times_kernels_without_a_sync_between_regions():
+    timer = timing.EpochTimer(torch.device("cuda"))
+    timer.measure("a", lambda: torch.cuda._sleep(int(2e8)))
+    timer.measure("b", lambda: torch.cuda._sleep(int(1e8)))
+    _, both = timing.timed(lambda: (torch.cuda._sleep(int(2e8)), torch.cuda._sleep(int(1e8))),
+                           torch.device("cuda"))
+    seconds = timer.read()
+    assert seconds["a"] == pytest.approx(2 * seconds["b"], rel=0.2)
+    assert seconds["a"] + seconds["b"] == pytest.approx(both, rel=0.2)
+
+
 @pytest.mark.parametrize("compiled", ["false", "true"])
 def test_cuda_run_records_device_memory_and_accuracy(run, compiled):
     result = run("dataset=cora", "train.device=cuda", f"compile={compiled}")

@@ -97,6 +97,20 @@ def test_seed_repeats_and_paired_measurement(tmp_path, data_dir):
         assert float(row["run_median_ms_min"]) <= float(row["run_median_ms_max"])
     assert float(rows[1]["speedup"]) > 0
 
+    # The same report on demand, through both entry points.
+    root = only_sweep_dir(tmp_path)
+    expected = (root / "report.csv").read_text()
+    (root / "report.csv").unlink()
+    for command in (["-m", "gnnbench.report"], ["-m", "gnnbench", "report"]):
+        proc = subprocess.run([sys.executable, *command, str(root), "--no-wandb"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "| sage | synthetic | compile-default | 3/3 ok |" in proc.stdout
+        assert len((root / "report.csv").read_text().splitlines()) == len(expected.splitlines())
+    proc = subprocess.run([sys.executable, "-m", "gnnbench", "report", str(tmp_path / "none")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "is not a directory" in proc.stderr
+
 
 def test_paired_run_compares_in_one_process(run):
     result = run("model=sage", "compile=true", "train.paired=true", "train.epochs=6",

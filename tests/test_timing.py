@@ -37,3 +37,12 @@ def test_bootstrap_ci_covers_the_true_speedup():
     assert lo < 2.0 < hi and hi - lo < 0.2
     point = statistics.median(eager) / statistics.median(compiled)
     assert lo <= point <= hi
+
+
+def test_epoch_timer_adds_up_regions_of_one_name():
+    timer = timing.EpochTimer(torch.device("cpu"))
+    for _ in range(3):
+        assert timer.measure("sample_s", lambda: time.sleep(0.01) or 1) == 1
+    timer.measure("compute_s", lambda: time.sleep(0.02))
+    seconds = timer.read()
+    assert 0.03 <= seconds["sample_s"] < 0.3 and 0.02 <= seconds["compute_s"] < 0.3

@@ -1,0 +1,109 @@
+"""Does measuring cost anything? The same model trained by a bare PyG loop and by
+gnnbench's runner, in one process, rounds interleaved, compared on the median wall time of
+an epoch (train step + inference + accuracy read-out, device-synchronised at the epoch's
+ends only in the bare loop, as a user would time it).
+
+    python -m gnnbench.benchmarks.overhead --device cuda --out results/overhead-h200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from hydra import compose, initialize_config_dir
+
+from gnnbench import compile as compiler
+from gnnbench import config, data, models, timing
+from gnnbench.run import run_experiment
+
+CASES = {"cora": ["dataset=cora"], "arxiv-size": ["experiment=synthetic-arxiv-gcn"]}
+
+
+def bare_loop(cfg, device: torch.device) -> list[float]:
+    """PyG's example loop, timed per epoch."""
+    torch.manual_seed(cfg.train.seed)
+    task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
+    edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
+    model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
+                                 weight_decay=cfg.train.weight_decay)
+    forward = compiler.compile_model(model, cfg.compiler) if cfg.compile else model
+    train_idx, y = task.splits["train"], task.y
+    epochs = []
+    for _ in range(cfg.train.epochs):
+        timing.synchronize(device)
+        started = time.perf_counter()
+        model.train()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(forward(task.x, edge_index, edge_weight)[train_idx], y[train_idx])
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            pred = forward(task.x, edge_index, edge_weight).argmax(dim=-1)
+        accs = [(pred[i] == y[i]).float().mean().item() for i in task.splits.values()]
+        loss.item()
+        timing.synchronize(device)
+        epochs.append(time.perf_counter() - started)
+        assert len(accs) == 3
+    return epochs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--cases", default="cora,arxiv-size")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--data-mirror", default=None)
+    parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    config.register_resolvers()
+    rows = []
+    for case in args.cases.split(","):
+        for compiled in (False, True):
+            overrides = [*CASES[case], f"compile={str(compiled).lower()}",
+                         f"train.device={args.device}", f"train.epochs={args.epochs}",
+                         f"train.warmup_epochs={args.warmup}", "wandb.mode=disabled",
+                         f"data_dir={args.data_dir}"]
+            if args.data_mirror:
+                overrides.append(f"data_mirror={args.data_mirror}")
+            with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
+                cfg = compose(config_name="config", overrides=overrides)
+            device = config.resolve_device(cfg.train.device)
+            bare, runner = [], []
+            for _ in range(args.rounds):  # interleaved: bare, runner, bare, runner, ...
+                bare += bare_loop(cfg, device)[args.warmup:]
+                with tempfile.TemporaryDirectory() as out:
+                    result = run_experiment(cfg, Path(out))
+                assert result["status"] == "ok", result["reason"]
+                runner += [r["epoch_wall_s"] for r in result["epochs"][args.warmup:]]
+            b, r = statistics.median(bare), statistics.median(runner)
+            lo, hi = timing.bootstrap_ratio_ci(runner, bare)
+            rows.append({"case": case, "model": cfg.model.name, "compiled": compiled,
+                         "bare_epoch_ms": b * 1e3, "runner_epoch_ms": r * 1e3,
+                         "overhead_pct": (r / b - 1) * 100,
+                         "ratio_ci95": [lo, hi], "bare": timing.summarize(bare),
+                         "runner": timing.summarize(runner)})
+            print(f"{case:10s} {'compiled' if compiled else 'eager':8s} bare {b * 1e3:8.3f} ms  "
+                  f"runner {r * 1e3:8.3f} ms  overhead {rows[-1]['overhead_pct']:+.1f} % "
+                  f"(ratio CI {lo:.3f}-{hi:.3f})", flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"command": "python -m gnnbench.benchmarks.overhead",
+                                        "args": {k: str(v) for k, v in vars(args).items()},
+                                        "device": str(device), "torch": torch.__version__,
+                                        "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
