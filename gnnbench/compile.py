@@ -36,6 +36,12 @@ def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
     (no host sync: the loss indexes with tensors), and the optimizer step compiled too, so
     that under `reduce-overhead` both replay as CUDA graphs and only backward's launches
     stay eager. The optimizer must be `capturable` on CUDA."""
+    # Gradients exist before the first backward (and are zeroed in place after): otherwise
+    # that backward hands CUDA-graph outputs to .grad, which the next replay overwrites.
+    for group in optimizer.param_groups:
+        for parameter in group["params"]:
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
     compiled_loss = torch.compile(loss_fn, mode=cfg.mode, dynamic=cfg.dynamic,
                                   fullgraph=cfg.fullgraph, backend=cfg.backend)
 

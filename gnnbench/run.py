@@ -111,10 +111,6 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
                                           weight_decay=cfg.train.weight_decay)
         variants.append(("eager_", twin, twin, twin_optimizer))
     if whole_step:
-        # Gradients allocated up front and zeroed in place: otherwise the first backward
-        # hands CUDA-graph outputs to .grad, which the next graph replay overwrites.
-        for parameter in model.parameters():
-            parameter.grad = torch.zeros_like(parameter)
         loss_fn, optimizer_step = compiler.compile_step_parts(
             functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
 

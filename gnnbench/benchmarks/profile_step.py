@@ -33,8 +33,6 @@ def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4,
                                  capturable=scope == "step")
     if scope == "step":
-        for p in model.parameters():
-            p.grad = torch.zeros_like(p)
         loss_fn, opt_step = compiler.compile_step_parts(
             functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
 
