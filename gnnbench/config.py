@@ -69,6 +69,16 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("gnnbench_run_name", run_name)
 
 
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The config the CLI would build from these overrides, for tests and benchmarks that
+    run experiments in-process."""
+    from hydra import compose, initialize_config_dir
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
 def group_choices(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
@@ -95,7 +105,7 @@ def check_group_overrides(argv: list[str]) -> None:
                 )
 
 
-def _require(ok: bool, message: str) -> None:
+def require(ok: bool, message: str) -> None:
     if not ok:
         raise ConfigError(message)
 
@@ -110,7 +120,7 @@ def _show(value: object) -> str:
 def _choice(name: str, value: object, choices: tuple | list) -> None:
     # `value in choices` alone would accept 1 for True: compare types too.
     ok = any(value == c and type(value) is type(c) for c in choices)
-    _require(ok, f"{name}={value!r} is not valid; choose one of: "
+    require(ok, f"{name}={value!r} is not valid; choose one of: "
                  f"{', '.join(_show(c) for c in choices)}")
 
 
@@ -131,19 +141,19 @@ def validate(cfg: DictConfig) -> None:
     models.validate(cfg.model)
 
     train = cfg.train
-    _require(
+    require(
         isinstance(train.epochs, int) and train.epochs > 0,
         f"train.epochs={train.epochs!r} must be a positive integer",
     )
-    _require(
+    require(
         isinstance(train.warmup_epochs, int) and 0 <= train.warmup_epochs < train.epochs,
         f"train.warmup_epochs={train.warmup_epochs!r} must be an integer in "
         f"[0, train.epochs={train.epochs})",
     )
-    _require(
+    require(
         isinstance(train.lr, (int, float)) and train.lr > 0, f"train.lr={train.lr!r} must be > 0"
     )
-    _require(
+    require(
         isinstance(train.weight_decay, (int, float)) and train.weight_decay >= 0,
         f"train.weight_decay={train.weight_decay!r} must be >= 0",
     )
@@ -151,26 +161,26 @@ def validate(cfg: DictConfig) -> None:
     _choice("train.sampler", train.sampler, SAMPLERS)
     if train.batching == "neighbor":
         fanouts = list(train.fanouts)
-        _require(len(fanouts) == cfg.model.num_layers and all(
+        require(len(fanouts) == cfg.model.num_layers and all(
             isinstance(f, int) and (f > 0 or f == -1) for f in fanouts),
             f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
             f"(model.num_layers={cfg.model.num_layers})")
-        _require(isinstance(train.batch_size, int) and train.batch_size > 0,
+        require(isinstance(train.batch_size, int) and train.batch_size > 0,
                  f"train.batch_size={train.batch_size!r} must be a positive integer")
-        _require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
+        require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
                  f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
-        _require(not train.paired, "train.paired=true needs train.batching=full")
-        _require(not (cfg.compile and cfg.compiler.scope == "step"),
+        require(not train.paired, "train.paired=true needs train.batching=full")
+        require(not (cfg.compile and cfg.compiler.scope == "step"),
                  "compiler.scope='step' needs train.batching=full")
         if train.sampler == "pyg":
             from gnnbench.sampler import pyg_available
 
-            _require(pyg_available(), "train.sampler='pyg' needs pyg-lib or torch-sparse; "
+            require(pyg_available(), "train.sampler='pyg' needs pyg-lib or torch-sparse; "
                      "choose one of: auto, gnnbench")
     _choice("train.device", train.device, DEVICES)
     resolve_device(train.device)
     if cfg.data_mirror is not None:
-        _require(
+        require(
             Path(str(cfg.data_mirror)).is_dir(),
             f"data_mirror={cfg.data_mirror!r} is not a directory",
         )

@@ -19,10 +19,7 @@ SAGE_AGGR = ("mean", "max", "sum", "lstm")
 
 def validate(cfg: DictConfig) -> None:
     from gnnbench.config import ConfigError
-
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(message)
+    from gnnbench.config import require as need
 
     need(isinstance(cfg.num_layers, int) and cfg.num_layers >= 1,
          f"model.num_layers={cfg.num_layers!r} must be an integer >= 1")

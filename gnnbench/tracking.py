@@ -65,16 +65,19 @@ def wandb_mode(requested: str) -> str:
     return "online" if _has_credentials() else "offline"
 
 
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1e3 if seconds is not None else None
+
+
 def _headline(result: dict) -> dict:
     """The figures a W&B user compares runs by, flat so the runs table can show them."""
     t, acc, dyn = result.get("timing") or {}, result.get("accuracy") or {}, result.get("compile")
-    step = (t.get("train_step_s") or {}).get("median")
     summary = {
         "status": result["status"],
         "reason": result["reason"],
-        "train_step_median_ms": step * 1e3 if step is not None else None,
-        "train_step_iqr_ms": ((t.get("train_step_s") or {}).get("iqr") or 0) * 1e3,
-        "eval_median_ms": ((t.get("eval_s") or {}).get("median") or 0) * 1e3,
+        "train_step_median_ms": _ms((t.get("train_step_s") or {}).get("median")),
+        "train_step_iqr_ms": _ms((t.get("train_step_s") or {}).get("iqr")),
+        "eval_median_ms": _ms((t.get("eval_s") or {}).get("median")),
         "first_epoch_s": t.get("first_epoch_s"),
         "compile_overhead_s": t.get("compile_overhead_s"),
         "wall_s": t.get("wall_s"),

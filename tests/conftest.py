@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from tests_support import make_read_only
 
 from gnnbench import config
@@ -71,9 +70,7 @@ def read_only_mirror(tmp_path_factory, mirror) -> Path:
 
 
 def make_config(overrides: list[str]):
-    config.register_resolvers()
-    with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
-        return compose(config_name="config", overrides=overrides)
+    return config.compose_config(overrides)
 
 
 @pytest.fixture

@@ -59,6 +59,8 @@ def test_compiled_failure_exits_one_with_reason_tables(run):
     w = read_run(result["wandb_dir"], wait=30)
     assert w.exit_code == 1
     assert w.summary["status"] == "graph_break" and w.summary["reason"] == result["reason"]
+    # No epoch ran: no timing figures, rather than zeros that look measured.
+    assert not {"train_step_median_ms", "train_step_iqr_ms", "eval_median_ms"} & set(w.summary)
     assert w.history == []
 
 

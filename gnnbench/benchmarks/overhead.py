@@ -17,7 +17,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from hydra import compose, initialize_config_dir
 
 from gnnbench import compile as compiler
 from gnnbench import config, data, models, timing
@@ -67,7 +66,6 @@ def main() -> None:
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    config.register_resolvers()
     rows = []
     for case in args.cases.split(","):
         for compiled in (False, True):
@@ -77,8 +75,7 @@ def main() -> None:
                          f"data_dir={args.data_dir}"]
             if args.data_mirror:
                 overrides.append(f"data_mirror={args.data_mirror}")
-            with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
-                cfg = compose(config_name="config", overrides=overrides)
+            cfg = config.compose_config(overrides)
             device = config.resolve_device(cfg.train.device)
             bare, runner = [], []
             for _ in range(args.rounds):  # interleaved: bare, runner, bare, runner, ...

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
 from torch.profiler import ProfilerActivity, profile
 
 from gnnbench import compile as compiler
@@ -72,7 +71,6 @@ def main() -> None:
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    config.register_resolvers()
     device = torch.device("cuda")
     rows = []
     for case in args.cases.split(";"):
@@ -84,8 +82,7 @@ def main() -> None:
                 overrides = [case.replace("-gcn", f"-{model}"), *overrides[1:]]
             if args.data_mirror:
                 overrides.append(f"data_mirror={args.data_mirror}")
-            with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
-                cfg = compose(config_name="config", overrides=overrides)
+            cfg = config.compose_config(overrides)
             for variant, scope in VARIANTS.items():
                 row = {"case": f"{cfg.model.name}/{cfg.dataset.name}", "variant": variant,
                        **measure(cfg, device, scope, args.steps)}
