@@ -30,31 +30,71 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
                          fullgraph=cfg.fullgraph, backend=cfg.backend)
 
 
+# Under scope=step, gnnbench captures the whole step in one CUDA graph itself, so Inductor
+# compiles the parts without its own CUDA graphs (cudagraph trees inside a capture would nest).
+_WITHOUT_CUDAGRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+
+def captures_whole_step(cfg: DictConfig, device: torch.device, batching: str) -> bool:
+    """scope=step under a CUDA-graph mode, on CUDA, with one fixed shape (full batch):
+    the step replays as one CUDA graph. Mini-batches change shape every batch, so there a
+    capture could not be replayed and the compiled parts run without CUDA graphs."""
+    return (cfg.scope == "step" and cfg.mode in _WITHOUT_CUDAGRAPHS and device.type == "cuda"
+            and batching == "full")
+
+
 def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
                        cfg: DictConfig) -> tuple[Callable, Callable]:
-    """The whole training step, for `compiler.scope=step`: forward and loss in one graph
-    (no host sync: the loss indexes with tensors), and the optimizer step compiled too, so
-    that under `reduce-overhead` both replay as CUDA graphs and only backward's launches
-    stay eager. The optimizer must be `capturable` on CUDA."""
-    # Gradients exist before the first backward (and are zeroed in place after): otherwise
-    # that backward hands CUDA-graph outputs to .grad, which the next replay overwrites.
+    """The parts of `compiler.scope=step`: forward and loss as one graph (no host sync: the
+    loss indexes with tensors) and the optimizer step. CUDA graphs, if the mode asks for
+    them, come from `CapturedStep` around the whole step, never from Inductor here."""
+    # Gradients exist before the first step and are zeroed in place after, so a captured
+    # step (and the compiled optimizer's guards) always see the same tensors.
     for group in optimizer.param_groups:
         for parameter in group["params"]:
             if parameter.grad is None:
                 parameter.grad = torch.zeros_like(parameter)
-    compiled_loss = torch.compile(loss_fn, mode=cfg.mode, dynamic=cfg.dynamic,
+    mode = _WITHOUT_CUDAGRAPHS.get(cfg.mode, cfg.mode)
+    compiled_loss = torch.compile(loss_fn, mode=mode, dynamic=cfg.dynamic,
                                   fullgraph=cfg.fullgraph, backend=cfg.backend)
 
-    def loss_of_step(*args: object) -> torch.Tensor:
-        # A new step: CUDA-graph outputs of the last one may be overwritten from here on.
-        torch.compiler.cudagraph_mark_step_begin()
-        return compiled_loss(*args)
-
-    @torch.compile(mode=cfg.mode, fullgraph=False, backend=cfg.backend)
+    @torch.compile(mode=mode, fullgraph=False, backend=cfg.backend)
     def optimizer_step() -> None:
         optimizer.step()
 
-    return loss_of_step, optimizer_step
+    return compiled_loss, optimizer_step
+
+
+class CapturedStep:
+    """One training step (forward, loss, backward, optimizer) replayed as one CUDA graph:
+    one launch instead of dozens, which is what bounds a small graph's step (Cora's GPU is
+    idle ~90 % of an uncaptured step). Every call is one real training step: the first
+    `warmup` calls run normally on a side stream (compilation, cuBLAS and autograd set-up
+    happen there); the next captures the step and replays it; later calls replay.
+
+    The returned loss is the graph's own output: read it before the next call.
+    """
+
+    def __init__(self, step: Callable[[], torch.Tensor], warmup: int = 3) -> None:
+        self._step, self._warmup, self._calls = step, warmup, 0
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._loss: torch.Tensor | None = None
+
+    def __call__(self) -> torch.Tensor:
+        if self._graph is None and self._calls < self._warmup:
+            self._calls += 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                loss = self._step()
+            torch.cuda.current_stream().wait_stream(side)
+            return loss
+        if self._graph is None:
+            self._graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self._graph):
+                self._loss = self._step()
+        self._graph.replay()
+        return self._loss
 
 
 class _Collect(logging.Handler):

@@ -22,7 +22,7 @@ CONF_DIR = (
     if (_CHECKOUT_DIR / "conf" / "config.yaml").is_file()
     else PACKAGE_DIR / "conf"
 )
-CONFIG_GROUPS = ("model", "dataset", "experiment")
+CONFIG_GROUPS = ("model", "dataset", "workload", "variant", "experiment")
 DEVICES = ("auto", "cpu", "cuda")
 BATCHING = ("full", "neighbor")
 SAMPLERS = ("auto", "gnnbench", "pyg")
@@ -170,8 +170,6 @@ def validate(cfg: DictConfig) -> None:
         require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
                  f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
         require(not train.paired, "train.paired=true needs train.batching=full")
-        require(not (cfg.compile and cfg.compiler.scope == "step"),
-                 "compiler.scope='step' needs train.batching=full")
         if train.sampler == "pyg":
             from gnnbench.sampler import pyg_available
 

@@ -33,18 +33,24 @@ def loss_of(model: torch.nn.Module, x: Tensor, edge_index: Tensor,
     return F.cross_entropy(model(x, edge_index, edge_weight)[index], y[index])
 
 
-def compiled_train_step(loss_fn: Callable[..., Tensor], optimizer_step: Callable[[], None],
-                        model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
-                        edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:
-    """The step of `compiler.scope=step`. Gradients are zeroed in place, not set to None,
-    so their addresses stay fixed for a CUDA-graphed optimizer step."""
+def batch_loss_of(model: torch.nn.Module, x: Tensor, edge_index: Tensor,
+                  edge_weight: Tensor | None, y: Tensor) -> Tensor:
+    """The mini-batch twin of `loss_of`: the seeds are the first len(y) nodes."""
+    return F.cross_entropy(model(x, edge_index, edge_weight)[: y.numel()], y)
+
+
+def whole_step(loss_fn: Callable[..., Tensor], optimizer_step: Callable[[], None],
+               model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+               *inputs: Tensor | None) -> Tensor:
+    """The step of `compiler.scope=step`, free of host syncs so that it can be captured as
+    one CUDA graph. Gradients are zeroed in place, not set to None, so their addresses stay
+    fixed across steps."""
     model.train()
     optimizer.zero_grad(set_to_none=False)
-    loss = loss_fn(task.x, edge_index, edge_weight, task.splits["train"], task.y)
-    value = loss.detach().clone()  # a CUDA-graph output lives only until the next replay
+    loss = loss_fn(*inputs)
     loss.backward()
     optimizer_step()
-    return value
+    return loss.detach()
 
 
 @torch.no_grad()

@@ -54,6 +54,7 @@ def _new_result(cfg: DictConfig) -> dict:
         "comparison": None,
         "paired": None,
         "batching": {"mode": "full"},
+        "cuda_graphs": None,
         "epochs": [],
     }
 
@@ -63,7 +64,11 @@ def _timing(records: list[dict], warmup: int, wall_s: float) -> dict:
     evals = [r["eval_s"] for r in records]
     steady_train, steady_eval = timing.summarize(train[warmup:]), timing.summarize(evals[warmup:])
     first_epoch = train[0] + evals[0]
-    overhead = first_epoch - (steady_train["median"] + steady_eval["median"])
+    steady_epoch = steady_train["median"] + steady_eval["median"]
+    # The one-off cost is not all in epoch 0: CUDA graphs are recorded on a later call
+    # (cudagraph trees on the 2nd, a captured whole step on the 4th). So it is the excess of
+    # every warm-up epoch over the steady epoch.
+    one_off = sum(train[i] + evals[i] - steady_epoch for i in range(max(warmup, 1)))
     stages = {f"{stage}_s": timing.summarize([r[f"{stage}_s"] for r in records[warmup:]])
               for stage in ("sample", "transfer", "compute") if f"{stage}_s" in records[0]}
     return {
@@ -74,7 +79,8 @@ def _timing(records: list[dict], warmup: int, wall_s: float) -> dict:
         "first_epoch_s": first_epoch,
         "first_train_step_s": train[0],
         "first_eval_s": evals[0],
-        "first_epoch_overhead_s": overhead,
+        "first_epoch_overhead_s": first_epoch - steady_epoch,
+        "warmup_overhead_s": one_off,
         "wall_s": wall_s,
     }
 
@@ -97,6 +103,7 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
     whole_step = cfg.compile and cfg.compiler.scope == "step"
+    result["cuda_graphs"] = _cuda_graphs(cfg, device)
     # A CUDA-graphed optimizer step needs its state on the device (capturable).
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
                                  weight_decay=cfg.train.weight_decay,
@@ -110,30 +117,45 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
         twin_optimizer = torch.optim.Adam(twin.parameters(), lr=cfg.train.lr,
                                           weight_decay=cfg.train.weight_decay)
         variants.append(("eager_", twin, twin, twin_optimizer))
+    compiled_step = None
     if whole_step:
+        full = cfg.train.batching == "full"
         loss_fn, optimizer_step = compiler.compile_step_parts(
-            functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
+            functools.partial(loop.loss_of if full else loop.batch_loss_of, model), optimizer,
+            cfg.compiler)
+        compiled_step = functools.partial(loop.whole_step, loss_fn, optimizer_step, model,
+                                          optimizer)
+        if full:
+            compiled_step = functools.partial(compiled_step, task.x, edge_index, edge_weight,
+                                              task.splits["train"], task.y)
+        if result["cuda_graphs"] == "whole step":
+            compiled_step = compiler.CapturedStep(compiled_step)
 
     def train_step(fwd, mdl, opt) -> torch.Tensor:
-        if whole_step and mdl is model:
-            return loop.compiled_train_step(loss_fn, optimizer_step, mdl, opt, task,
-                                            edge_index, edge_weight)
+        if compiled_step is not None and mdl is model:
+            return compiled_step()
         return loop.train_step(fwd, mdl, opt, task, edge_index, edge_weight)
+
+    timers = {prefix: timing.EpochTimer(device) for prefix, *_ in variants}
 
     def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
         if twin is not None:  # the same dropout stream for both models of a pair
             torch.manual_seed(cfg.train.seed * 100_003 + epoch)
-        timer = timing.EpochTimer(device)
+        timer = timers[prefix]
         loss = timer.measure("train_s", lambda: train_step(fwd, mdl, opt))
         pred = timer.measure("eval_s", lambda: loop.predict(fwd, mdl, task, edge_index,
                                                             edge_weight))
-        seconds, acc = timer.read(), loop.split_accuracy(pred, task)
-        return {f"{prefix}loss": loss.item(), f"{prefix}train_s": seconds["train_s"],
+        # The reads a user's loop makes anyway come first; the timer's read then finds its
+        # events complete and costs no extra wait.
+        acc, loss_value = loop.split_accuracy(pred, task), loss.item()
+        seconds = timer.read()
+        return {f"{prefix}loss": loss_value, f"{prefix}train_s": seconds["train_s"],
                 f"{prefix}eval_s": seconds["eval_s"], f"{prefix}train_acc": acc["train"],
                 f"{prefix}val_acc": acc["val"], f"{prefix}test_acc": acc["test"]}
 
     if cfg.train.batching == "neighbor":
-        epoch_of = _neighbor_epochs(cfg, device, result, task, model, edge_index, edge_weight)
+        epoch_of = _neighbor_epochs(cfg, device, result, task, edge_index, edge_weight,
+                                    compiled_step)
 
     memory.reset_peak(device)
     progress = Progress(cfg.train.epochs, label=result["name"])
@@ -169,11 +191,24 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
                                                      for r in records)}
 
 
+def _cuda_graphs(cfg: DictConfig, device: torch.device) -> str:
+    """Which CUDA graphs the compiled model runs under: none, Inductor's cudagraph trees
+    (model scope), or gnnbench's capture of the whole step (step scope, full batch)."""
+    if not cfg.compile or device.type != "cuda":
+        return "none"
+    if cfg.compiler.scope == "step":
+        return ("whole step" if compiler.captures_whole_step(cfg.compiler, device,
+                                                               cfg.train.batching) else "none")
+    return "cudagraph trees" if cfg.compiler.mode in ("reduce-overhead", "max-autotune") \
+        else "none"
+
+
 def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: data.Task,
-                     model: torch.nn.Module, edge_index: torch.Tensor,
-                     edge_weight: torch.Tensor | None):
+                     edge_index: torch.Tensor, edge_weight: torch.Tensor | None,
+                     compiled_step):
     """Mini-batch epochs: each batch's sampling, gathering onto the device and compute are
-    timed apart (each between synchronisations); inference is layer-wise over all nodes."""
+    timed apart (each between synchronisations); inference is layer-wise over all nodes.
+    `compiled_step`: the whole step of scope=step, taking a batch's inputs."""
     train = cfg.train
     kind = train.sampler if train.sampler != "auto" else (
         "pyg" if sampling.pyg_available() else "gnnbench")
@@ -193,13 +228,15 @@ def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: 
         return (task.x[batch.n_id], batch.edge_index, weight,
                 task.y[batch.n_id[: batch.batch_size]])
 
+    timer = timing.EpochTimer(device)
+
     def epoch_of(prefix: str, fwd, mdl, opt, epoch: int) -> dict:
-        timer = timing.EpochTimer(device)
         total, count, it = torch.zeros((), device=device), 0, iter(batches)
         while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
             inputs = timer.measure("transfer_s", lambda b=batch: gather(b))
-            loss = timer.measure("compute_s",
-                                 lambda x=inputs: loop.train_batch_step(fwd, mdl, opt, *x))
+            loss = timer.measure("compute_s", lambda x=inputs: (
+                compiled_step(*x) if compiled_step is not None
+                else loop.train_batch_step(fwd, mdl, opt, *x)))
             total, count = total + loss, count + 1
         pred = timer.measure("eval_s", lambda: loop.layerwise_predict(
             mdl, task.x, graph, edge_weight, train.eval_chunk))
@@ -272,11 +309,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, eager_reference: dict | No
     if result["epochs"]:
         warmup = min(cfg.train.warmup_epochs, len(result["epochs"]) - 1)
         result["timing"] = _timing(result["epochs"], warmup, wall_s)
-        # The first epoch pays for tracing and code generation; steady state does not.
+        # The warm-up epochs pay for tracing, code generation and CUDA-graph recording.
         # Without epochs after the warm-up (a run that failed early) there is no steady state.
         steady = len(result["epochs"]) > cfg.train.warmup_epochs
         result["timing"]["compile_overhead_s"] = (
-            result["timing"]["first_epoch_overhead_s"] if cfg.compile and steady else None)
+            result["timing"]["warmup_overhead_s"] if cfg.compile and steady else None)
     else:
         result["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
     if result["status"] == "ok" and cfg.compile:

@@ -36,17 +36,23 @@ class EpochTimer:
     """Times the regions of one epoch. On CUDA with events around each region and one
     synchronisation when read: a synchronisation between regions would idle the GPU while
     the next region is launched, a cost the user's own loop does not pay. On CPU, wall time.
-    Regions with the same name add up (the batches of an epoch)."""
+    Regions with the same name add up (the batches of an epoch). One timer serves every
+    epoch of a run: `read()` starts the next epoch, and its events are reused, so timing
+    costs two event records per region and no event creation."""
 
     def __init__(self, device: torch.device) -> None:
         self.cuda = device.type == "cuda"
         self.seconds: dict[str, float] = {}
         self.events: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
+        self._pool: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def measure(self, name: str, fn: Callable[[], T]) -> T:
         self.seconds.setdefault(name, 0.0)
         if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if len(self._pool) == len(self.events):
+                self._pool.append((torch.cuda.Event(enable_timing=True),
+                                   torch.cuda.Event(enable_timing=True)))
+            start, end = self._pool[len(self.events)]
             start.record()
             result = fn()
             end.record()
@@ -58,12 +64,14 @@ class EpochTimer:
         return result
 
     def read(self) -> dict[str, float]:
+        """Seconds per region since the last read; waits for the last region to end."""
         if self.events:
             self.events[-1][2].synchronize()
             for name, start, end in self.events:
                 self.seconds[name] += start.elapsed_time(end) / 1e3
             self.events.clear()
-        return dict(self.seconds)
+        seconds, self.seconds = self.seconds, {}
+        return seconds
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:

@@ -32,6 +32,17 @@ def test_dynamic_shapes_compile_once(run):
     assert result["compile"]["recompiles"] == result["epochs"][0]["recompiles"]
 
 
+def test_whole_step_compiles_once_over_changing_batch_shapes(run):
+    """scope=step on mini-batches: forward+loss and Adam compiled, dynamic shapes, no
+    CUDA graph (a batch's shape changes every batch, so a capture could not be replayed)."""
+    result = run(*MINI, "compile=true", "compiler.scope=step", "compiler.mode=reduce-overhead",
+                 "train.epochs=12", "train.warmup_epochs=2")
+    assert result["status"] == "ok", result["reason"]
+    assert result["cuda_graphs"] == "none"
+    assert all(r["recompiles_this_epoch"] == 0 for r in result["epochs"][1:])
+    assert result["accuracy"]["test_at_best_val"] >= 0.6
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dynamic", ["false", "null"])
 def test_static_and_automatic_shapes_show_their_recompiles(run, dynamic):

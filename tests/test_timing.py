@@ -46,3 +46,11 @@ def test_epoch_timer_adds_up_regions_of_one_name():
     timer.measure("compute_s", lambda: time.sleep(0.02))
     seconds = timer.read()
     assert 0.03 <= seconds["sample_s"] < 0.3 and 0.02 <= seconds["compute_s"] < 0.3
+
+
+def test_epoch_timer_read_starts_the_next_epoch():
+    timer = timing.EpochTimer(torch.device("cpu"))
+    timer.measure("train_s", lambda: time.sleep(0.02))
+    assert timer.read()["train_s"] >= 0.02
+    timer.measure("eval_s", lambda: None)
+    assert set(timer.read()) == {"eval_s"}

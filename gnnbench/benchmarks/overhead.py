@@ -33,6 +33,8 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
                                  weight_decay=cfg.train.weight_decay)
+    if cfg.compile:  # a clean dynamo cache, as the runner starts every run with
+        torch._dynamo.reset()
     forward = compiler.compile_model(model, cfg.compiler) if cfg.compile else model
     train_idx, y = task.splits["train"], task.y
     epochs = []
@@ -59,8 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--cases", default="cora,arxiv-size")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--data-mirror", default=None)
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
@@ -77,23 +79,32 @@ def main() -> None:
                 overrides.append(f"data_mirror={args.data_mirror}")
             cfg = config.compose_config(overrides)
             device = config.resolve_device(cfg.train.device)
-            bare, runner = [], []
-            for _ in range(args.rounds):  # interleaved: bare, runner, bare, runner, ...
-                bare += bare_loop(cfg, device)[args.warmup:]
-                with tempfile.TemporaryDirectory() as out:
-                    result = run_experiment(cfg, Path(out))
-                assert result["status"] == "ok", result["reason"]
-                runner += [r["epoch_wall_s"] for r in result["epochs"][args.warmup:]]
+            bare, runner, per_round = [], [], []
+            for i in range(args.rounds):  # interleaved, and who goes first alternates
+                for side in (("bare", "runner") if i % 2 == 0 else ("runner", "bare")):
+                    if side == "bare":
+                        round_bare = bare_loop(cfg, device)[args.warmup:]
+                        continue
+                    with tempfile.TemporaryDirectory() as out:
+                        result = run_experiment(cfg, Path(out))
+                    assert result["status"] == "ok", result["reason"]
+                    round_runner = [r["epoch_wall_s"] for r in result["epochs"][args.warmup:]]
+                bare += round_bare
+                runner += round_runner
+                per_round.append((statistics.median(round_runner)
+                                  / statistics.median(round_bare) - 1) * 100)
             b, r = statistics.median(bare), statistics.median(runner)
             lo, hi = timing.bootstrap_ratio_ci(runner, bare)
             rows.append({"case": case, "model": cfg.model.name, "compiled": compiled,
                          "bare_epoch_ms": b * 1e3, "runner_epoch_ms": r * 1e3,
                          "overhead_pct": (r / b - 1) * 100,
-                         "ratio_ci95": [lo, hi], "bare": timing.summarize(bare),
+                         "ratio_ci95": [lo, hi], "overhead_pct_per_round": per_round,
+                         "bare": timing.summarize(bare),
                          "runner": timing.summarize(runner)})
             print(f"{case:10s} {'compiled' if compiled else 'eager':8s} bare {b * 1e3:8.3f} ms  "
                   f"runner {r * 1e3:8.3f} ms  overhead {rows[-1]['overhead_pct']:+.1f} % "
-                  f"(ratio CI {lo:.3f}-{hi:.3f})", flush=True)
+                  f"(ratio CI {lo:.3f}-{hi:.3f}; rounds "
+                  f"{min(per_round):+.1f}..{max(per_round):+.1f} %)", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": "python -m gnnbench.benchmarks.overhead",

@@ -35,9 +35,9 @@ def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
         loss_fn, opt_step = compiler.compile_step_parts(
             functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
 
-        def step():
-            return loop.compiled_train_step(loss_fn, opt_step, model, optimizer, task,
-                                            edge_index, edge_weight)
+        step = compiler.CapturedStep(functools.partial(
+            loop.whole_step, loss_fn, opt_step, model, optimizer, task.x, edge_index,
+            edge_weight, task.splits["train"], task.y))
     else:
         forward = compiler.compile_model(model, cfg.compiler) if scope else model
 
