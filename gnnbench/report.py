@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from gnnbench import config, plots, timing, tracking
+from gnnbench import config, headline, plots, timing, tracking
 
 
 def _ms(seconds: float | None) -> str:
@@ -254,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Compare the runs under a run or sweep directory.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--no-wandb", action="store_true", help="do not log the table to W&B")
+    parser.add_argument("--readme", type=Path, metavar="FILE",
+                        help="also write the headline table into FILE, between its "
+                             f"'{headline.START}' and '{headline.END}' lines")
     args = parser.parse_args(argv)
     if not args.directory.is_dir():
         print(f"gnnbench: error: {args.directory} is not a directory", file=sys.stderr)
@@ -261,7 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     if not any(args.directory.rglob(tracking.RESULTS_FILE)):
         print(f"gnnbench: error: no results.json under {args.directory}", file=sys.stderr)
         return 2
-    write_report(args.directory, log_to_wandb=not args.no_wandb)
+    rows = write_report(args.directory, log_to_wandb=not args.no_wandb)
+    if args.readme:
+        link = os.path.relpath(args.directory / "report.md", args.readme.resolve().parent)
+        try:
+            headline.update_readme(args.readme, headline.to_markdown(rows, link))
+        except (OSError, ValueError) as exc:
+            print(f"gnnbench: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"headline table written into {args.readme}")
     return 0
 
 

@@ -1,0 +1,69 @@
+"""The headline table a README opens with, made from a report's rows so that no number in
+it is typed by hand: per model and dataset, what `compile=true` gives and what the fastest
+compiled variant gives, with its one-off cost, graph breaks, memory and accuracy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+
+
+def _x(value: float | None, ci: tuple[float | None, float | None] = (None, None)) -> str:
+    if value is None:
+        return "–"
+    low, high = ci
+    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None else "")
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def headline_rows(rows: list[dict]) -> list[dict]:
+    """One entry per (model, dataset): its eager row, its `compile-default` row and its
+    fastest compiled row that ran (None where there is none)."""
+    settings: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        settings.setdefault((row["model"], row["dataset"]), []).append(row)
+    out = []
+    for (model, dataset), members in settings.items():
+        compiled = [r for r in members if r["variant"] != "eager" and r["speedup"] is not None]
+        out.append({
+            "model": model, "dataset": dataset,
+            "eager": next((r for r in members if r["variant"] == "eager"), None),
+            "default": next((r for r in compiled if r["variant"] == "compile-default"), None),
+            "fastest": max(compiled, key=lambda r: r["speedup"]) if compiled else None,
+        })
+    return out
+
+
+def to_markdown(rows: list[dict], link: str) -> str:
+    head = ("| model | dataset | eager train time per epoch (ms) | `compile=true` speedup "
+            "| fastest variant | its speedup [95% CI] | compile overhead (s) | break-even epochs "
+            "| graph breaks | memory ratio | Δ test acc | runs |")
+    lines = [head, "|" + "---|" * 12]
+    for h in headline_rows(rows):
+        eager, default, best = h["eager"], h["default"], h["fastest"] or {}
+        be = best.get("break_even_epochs")
+        lines.append(
+            f"| {h['model']} | {h['dataset']} | {_num(eager and eager['epoch_ms'])} | "
+            f"{_x(default and default['speedup'])} | {best.get('variant', '–')} | "
+            f"{_x(best.get('speedup'), (best.get('speedup_ci_low'), best.get('speedup_ci_high')))}"
+            f" | {_num(best.get('compile_overhead_s'))} | "
+            f"{_num(be, 0) if be is not None else ('never' if best else '–')} | "
+            f"{_num(best.get('graph_breaks'), 0) if best.get('graph_breaks') is not None else '–'}"
+            f" | {_num(best.get('memory_ratio'))} | {_num(best.get('test_acc_delta'), 4)} | "
+            f"{best.get('runs', '–')} |")
+    lines.append(f"\nFull results, every variant and how they were made: [{link}]({link}).")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, table: str) -> None:
+    """Replace what stands between the headline markers in `readme`."""
+    text = readme.read_text()
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"{readme} has no '{START}' ... '{END}' block to replace")
+    readme.write_text(pattern.sub(lambda _: f"{START}\n{table}\n{END}", text, count=1))

@@ -1,0 +1,89 @@
+"""The committed reference results agree with the code and configs that claim them: each
+run's config is what the preset composes today, the committed report is what the report
+code makes of the runs, and the README's headline is what the headline code makes of it."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from gnnbench import config, headline, report
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results" / "h200-reference"
+RUNS = sorted(RESULTS.rglob("results.json"))
+# Where the device put its data cache; not part of what a run measures.
+MACHINE_KEYS = ("data_dir", "data_mirror")
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return report.build_rows(report.load_runs(RESULTS))
+
+
+def test_the_sweep_has_every_axis_of_the_preset():
+    configs = [json.loads(p.read_text())["config"] for p in RUNS]
+    assert {c["model"]["name"] for c in configs} == {"gcn", "sage"}
+    assert {c["dataset"]["name"] for c in configs} == {"cora", "citeseer", "synthetic-arxiv",
+                                                        "synthetic-products"}
+    assert {report.variant_label(c) for c in configs} == {
+        "eager", "compile-default", "compile-reduce-overhead",
+        "compile-max-autotune-no-cudagraphs", "compile-reduce-overhead step"}
+    assert {c["train"]["seed"] for c in configs} == {0, 1, 2}
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
+def test_each_run_is_what_the_preset_composes_today(path):
+    overrides = yaml.safe_load((path.parent / "overrides.yaml").read_text())
+    assert "experiment=reference" in overrides
+    recorded = json.loads(path.read_text())["config"]
+    kept = [o for o in overrides if o.split("=")[0] not in MACHINE_KEYS]
+    composed = config.compose_config(kept)
+    today = {k: v for k, v in OmegaConf.to_container(composed, resolve=True).items()
+             if k not in MACHINE_KEYS}
+    assert today == {k: v for k, v in recorded.items() if k not in MACHINE_KEYS}
+
+
+def test_committed_report_is_what_the_runs_give(rows):
+    runs = report.load_runs(RESULTS)
+    skipped = sum(r["status"] == "skipped" for r in runs)
+    expected_md = f"# gnnbench report: {RESULTS.name}\n\n{report.to_markdown(rows, skipped)}\n"
+    assert (RESULTS / "report.md").read_text() == expected_md
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=report.COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    with open(RESULTS / "report.csv", newline="") as committed:
+        assert committed.read() == out.getvalue()
+
+
+def test_readme_headline_is_made_from_the_report(rows):
+    readme = (REPO / "README.md").read_text()
+    block = readme.split(headline.START, 1)[1].split(headline.END, 1)[0].strip()
+    link = "results/h200-reference/report.md"
+    assert block == headline.to_markdown(rows, link)
+    # The README opens with it: the first table in the file is the headline.
+    assert readme.index(headline.START) < readme.index("## Set-up")
+
+
+def test_whole_step_rows_keep_the_published_accuracy(rows):
+    """Cora GCN, Kipf & Welling: 81.5 %; a faster step must not learn something else."""
+    by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows}
+    whole = by_key[("gcn", "cora", "compile-reduce-overhead step")]
+    assert whole["runs"] == "3/3 ok"
+    assert 0.79 <= whole["test_acc_mean"] <= 0.84
+    assert abs(whole["test_acc_delta"]) <= 0.01
+
+
+def test_update_readme_needs_its_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="headline:start"):
+        headline.update_readme(readme, "| table |")
+    readme.write_text(f"intro\n{headline.START}\nold\n{headline.END}\nrest\n")
+    headline.update_readme(readme, "| new |")
+    assert readme.read_text() == f"intro\n{headline.START}\n| new |\n{headline.END}\nrest\n"
