@@ -33,13 +33,14 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
 # Under scope=step, gnnbench captures the whole step in one CUDA graph itself, so Inductor
 # compiles the parts without its own CUDA graphs (cudagraph trees inside a capture would nest).
 _WITHOUT_CUDAGRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+CUDAGRAPH_MODES = tuple(_WITHOUT_CUDAGRAPHS)
 
 
 def captures_whole_step(cfg: DictConfig, device: torch.device, batching: str) -> bool:
     """scope=step under a CUDA-graph mode, on CUDA, with one fixed shape (full batch):
     the step replays as one CUDA graph. Mini-batches change shape every batch, so there a
     capture could not be replayed and the compiled parts run without CUDA graphs."""
-    return (cfg.scope == "step" and cfg.mode in _WITHOUT_CUDAGRAPHS and device.type == "cuda"
+    return (cfg.scope == "step" and cfg.mode in CUDAGRAPH_MODES and device.type == "cuda"
             and batching == "full")
 
 

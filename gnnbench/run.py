@@ -199,8 +199,7 @@ def _cuda_graphs(cfg: DictConfig, device: torch.device) -> str:
     if cfg.compiler.scope == "step":
         return ("whole step" if compiler.captures_whole_step(cfg.compiler, device,
                                                                cfg.train.batching) else "none")
-    return "cudagraph trees" if cfg.compiler.mode in ("reduce-overhead", "max-autotune") \
-        else "none"
+    return "cudagraph trees" if cfg.compiler.mode in compiler.CUDAGRAPH_MODES else "none"
 
 
 def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: data.Task,

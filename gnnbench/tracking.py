@@ -88,6 +88,7 @@ def _headline(result: dict) -> dict:
         "graphs": dyn["graphs"] if dyn else None,
         "graph_breaks": dyn["graph_breaks"] if dyn else None,
         "recompiles": dyn["recompiles"] if dyn else None,
+        "cuda_graphs": result.get("cuda_graphs"),
     }
     if result.get("comparison"):
         summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()
