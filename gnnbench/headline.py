@@ -10,11 +10,14 @@ from pathlib import Path
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
-def _x(value: float | None, ci: tuple[float | None, float | None] = (None, None)) -> str:
+def _x(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
+    """`ci=None`: none asked for; (None, None): too few epochs for one."""
     if value is None:
         return "–"
+    if ci is None:
+        return f"{value:.2f}×"
     low, high = ci
-    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None else "")
+    return f"{value:.2f}× " + (f"[{low:.2f}–{high:.2f}]" if low is not None else "[no CI]")
 
 
 def _num(value: float | None, digits: int = 2) -> str:

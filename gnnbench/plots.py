@@ -17,8 +17,9 @@ def speedup_bars(rows: list[dict], path: Path) -> None:
     if rows:
         labels = [f"{r['model']}/{r['dataset']}\n{r['variant']}" for r in rows]
         values = [r["speedup"] for r in rows]
-        errors = [[v - r["speedup_ci_low"] for v, r in zip(values, rows, strict=True)],
-                  [r["speedup_ci_high"] - v for v, r in zip(values, rows, strict=True)]]
+        # A row without a CI (too few epochs) gets no error bar, not a zero-width one.
+        errors = [[v - (r["speedup_ci_low"] or v) for v, r in zip(values, rows, strict=True)],
+                  [(r["speedup_ci_high"] or v) - v for v, r in zip(values, rows, strict=True)]]
         ax.bar(range(len(rows)), values, yerr=errors, capsize=4, color="tab:blue")
         ax.set_xticks(range(len(rows)), labels, rotation=45, ha="right", fontsize=7)
     else:

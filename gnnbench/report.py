@@ -77,7 +77,8 @@ def format_summary(result: dict, where: str | None = None) -> str:
 
 # --- The comparison report over a run or sweep directory --------------------------------
 
-COLUMNS = ["model", "dataset", "variant", "runs", "status", "epoch_ms", "epoch_ms_iqr",
+COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "epoch_ms",
+           "epoch_ms_iqr",
            "run_median_ms_min", "run_median_ms_max", "speedup", "speedup_ci_low",
            "speedup_ci_high", "compile_overhead_s", "break_even_epochs", "graph_breaks",
            "recompiles", "memory_ratio", "test_acc_mean", "test_acc_std", "test_acc_delta",
@@ -159,7 +160,8 @@ def build_rows(runs: list[dict]) -> list[dict]:
         stats = timing.summarize(steps)
         medians = [r["timing"]["train_step_s"]["median"] for r in ok]
         accs = [r["accuracy"]["test_at_best_val"] for r in ok]
-        row.update(epoch_ms=stats["median"] * 1e3, epoch_ms_iqr=stats["iqr"] * 1e3,
+        row.update(steady_epochs=stats["n"], epoch_ms=stats["median"] * 1e3,
+                   epoch_ms_iqr=stats["iqr"] * 1e3,
                    run_median_ms_min=min(medians) * 1e3, run_median_ms_max=max(medians) * 1e3)
         row["test_acc_mean"], row["test_acc_std"] = _mean_std(accs)
         if variant == "eager":
@@ -202,8 +204,9 @@ def to_markdown(rows: list[dict], skipped: int = 0) -> str:
             "| memory ratio | test acc (mean ± std) | Δ acc vs eager | status |")
     lines = [head, "|" + "---|" * 14]
     for r in rows:
-        speed = (f"{r['speedup']:.2f}× [{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
-                 if r["speedup"] is not None else "–")
+        speed = "–" if r["speedup"] is None else f"{r['speedup']:.2f}× " + (
+            f"[{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
+            if r["speedup_ci_low"] is not None else f"[no CI: {r['steady_epochs']} epochs]")
         acc = (f"{r['test_acc_mean']:.4f} ± {r['test_acc_std']:.4f}"
                if r["test_acc_mean"] is not None else "–")
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason'][:120]}"

@@ -116,16 +116,25 @@ def bootstrap_ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
     return _quantile(ratios, alpha), _quantile(ratios, 1 - alpha)
 
 
+# A bootstrap of a median from fewer samples than this has too few distinct values to be
+# an interval anyone should quote (two epochs a side give three possible medians).
+MIN_CI_SAMPLES = 5
+
+
 def compare(eager_steps: Sequence[float], compiled_steps: Sequence[float],
             compile_overhead_s: float | None) -> dict:
-    """Speedup = eager median / compiled median, with a bootstrap 95% CI; break-even =
-    compile overhead / time saved per epoch (None when compiling saves nothing)."""
+    """Speedup = eager median / compiled median, with a bootstrap 95% CI (None when either
+    side has fewer than MIN_CI_SAMPLES epochs); break-even = compile overhead / time saved
+    per epoch (None when compiling saves nothing)."""
     eager, compiled = statistics.median(eager_steps), statistics.median(compiled_steps)
-    lo, hi = bootstrap_ratio_ci(eager_steps, compiled_steps)
+    enough = min(len(eager_steps), len(compiled_steps)) >= MIN_CI_SAMPLES
+    lo, hi = bootstrap_ratio_ci(eager_steps, compiled_steps) if enough else (None, None)
     saved = eager - compiled
     return {
         "speedup": eager / compiled,
         "speedup_ci95": [lo, hi],
+        "n_eager": len(eager_steps),
+        "n_compiled": len(compiled_steps),
         "eager_step_median_s": eager,
         "compiled_step_median_s": compiled,
         "break_even_epochs": (compile_overhead_s / saved

@@ -36,7 +36,7 @@ def test_models_datasets_modes_sweep(tmp_path, read_only_mirror, data_dir):
     """2 models x 2 Planetoid datasets x eager + 2 compile modes, plus PubMed, which the
     offline mirror lacks: its jobs fail, are recorded, and the sweep goes on."""
     proc = sweep(["model=gcn,sage", "dataset=cora,citeseer,pubmed", "compile=false,true",
-                  "compiler.mode=default,reduce-overhead", "train.epochs=4",
+                  "compiler.mode=default,reduce-overhead", "train.epochs=6",
                   "train.warmup_epochs=1", f"data_mirror={read_only_mirror}",
                   f"data_dir={data_dir}"], tmp_path)
     assert proc.returncode == 1, proc.stderr  # some jobs failed, and that is reported
@@ -113,15 +113,14 @@ def test_seed_repeats_and_paired_measurement(tmp_path, data_dir):
 
 
 def test_paired_run_compares_in_one_process(run):
-    result = run("model=sage", "compile=true", "train.paired=true", "train.epochs=6",
+    result = run("model=sage", "compile=true", "train.paired=true", "train.epochs=7",
                  "train.warmup_epochs=2", "wandb.mode=disabled")
     assert result["status"] == "ok", result["reason"]
     cmp = result["comparison"]
     assert cmp["reference"] == "paired eager twin"
     assert cmp["speedup_ci95"][0] <= cmp["speedup"] <= cmp["speedup_ci95"][1]
     eager_steps = sorted(r["eager_train_s"] for r in result["epochs"][2:])
-    assert cmp["eager_step_median_s"] == pytest.approx(
-        (eager_steps[1] + eager_steps[2]) / 2)
+    assert len(eager_steps) == 5 and cmp["eager_step_median_s"] == pytest.approx(eager_steps[2])
     # Both models learn; Inductor draws its own dropout masks, so the losses differ a little.
     first, last = result["epochs"][0], result["epochs"][-1]
     assert last["loss"] < first["loss"] and last["eager_loss"] < first["eager_loss"]

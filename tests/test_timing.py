@@ -54,3 +54,11 @@ def test_epoch_timer_read_starts_the_next_epoch():
     assert timer.read()["train_s"] >= 0.02
     timer.measure("eval_s", lambda: None)
     assert set(timer.read()) == {"eval_s"}
+
+
+def test_too_few_epochs_give_a_speedup_but_no_interval():
+    few = timing.compare([2.0, 2.2], [1.0, 1.1], compile_overhead_s=3.0)
+    assert few["speedup"] == pytest.approx(2.1 / 1.05)
+    assert few["speedup_ci95"] == [None, None] and few["n_eager"] == 2
+    enough = timing.compare([2.0, 2.2, 2.1, 1.9, 2.0], [1.0, 1.1, 1.0, 0.9, 1.0], 3.0)
+    assert None not in enough["speedup_ci95"]
