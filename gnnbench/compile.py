@@ -33,15 +33,26 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
 # Under scope=step, gnnbench captures the whole step in one CUDA graph itself, so Inductor
 # compiles the parts without its own CUDA graphs (cudagraph trees inside a capture would nest).
 _WITHOUT_CUDAGRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
-CUDAGRAPH_MODES = tuple(_WITHOUT_CUDAGRAPHS)
 
 
-def captures_whole_step(cfg: DictConfig, device: torch.device, batching: str) -> bool:
-    """scope=step under a CUDA-graph mode, on CUDA, with one fixed shape (full batch):
-    the step replays as one CUDA graph. Mini-batches change shape every batch, so there a
-    capture could not be replayed and the compiled parts run without CUDA graphs."""
-    return (cfg.scope == "step" and cfg.mode in CUDAGRAPH_MODES and device.type == "cuda"
-            and batching == "full")
+def cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) -> str:
+    """Which CUDA graphs a compiled model runs under (`cfg` is the `compiler` group):
+    `cudagraph trees` (Inductor's, model scope under a CUDA-graph mode), `whole step`
+    (scope=step under such a mode, full batch: gnnbench captures the step itself), or
+    `none`. Mini-batches change shape every batch, so a captured step could not be
+    replayed there and the compiled parts run without CUDA graphs."""
+    if device.type != "cuda" or cfg.mode not in _WITHOUT_CUDAGRAPHS:
+        return "none"
+    if cfg.scope == "model":
+        return "cudagraph trees"
+    return "whole step" if batching == "full" else "none"
+
+
+def reset() -> None:
+    """Forget every compiled graph, so that the next compile starts from nothing."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
 
 
 def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
@@ -121,10 +132,9 @@ class DynamoRecorder:
     """
 
     def __enter__(self) -> DynamoRecorder:
-        import torch._dynamo
         from torch._dynamo.utils import counters
 
-        torch._dynamo.reset()
+        reset()
         counters.clear()
         self._counters = counters
         self._handler = _Collect()

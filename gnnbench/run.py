@@ -103,7 +103,8 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
     whole_step = cfg.compile and cfg.compiler.scope == "step"
-    result["cuda_graphs"] = _cuda_graphs(cfg, device)
+    result["cuda_graphs"] = (compiler.cuda_graphs(cfg.compiler, device, cfg.train.batching)
+                             if cfg.compile else "none")
     # A CUDA-graphed optimizer step needs its state on the device (capturable).
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
                                  weight_decay=cfg.train.weight_decay,
@@ -189,17 +190,6 @@ def _train(cfg: DictConfig, device: torch.device, result: dict, recorder) -> Non
         result["paired"] = {"accuracy": _accuracy(eager_records),
                             "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
                                                      for r in records)}
-
-
-def _cuda_graphs(cfg: DictConfig, device: torch.device) -> str:
-    """Which CUDA graphs the compiled model runs under: none, Inductor's cudagraph trees
-    (model scope), or gnnbench's capture of the whole step (step scope, full batch)."""
-    if not cfg.compile or device.type != "cuda":
-        return "none"
-    if cfg.compiler.scope == "step":
-        return ("whole step" if compiler.captures_whole_step(cfg.compiler, device,
-                                                               cfg.train.batching) else "none")
-    return "cudagraph trees" if cfg.compiler.mode in compiler.CUDAGRAPH_MODES else "none"
 
 
 def _neighbor_epochs(cfg: DictConfig, device: torch.device, result: dict, task: data.Task,

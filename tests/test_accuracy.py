@@ -65,6 +65,10 @@ def test_whole_step_compile_learns_like_its_eager_twin(run):
                  "train.epochs=60", "train.warmup_epochs=5")
     assert result["status"] == "ok", result["reason"]
     assert result["name"] == "sage-synthetic-compile-default-step-s0"
+    # The compiled optimizer step ran: torch.optim's own two graph_break() calls show.
+    reasons = result["compile"]["graph_break_reasons"]
+    assert result["compile"]["graph_breaks"] == 2 and all("graph_break()" in r["reason"]
+                                                            for r in reasons)
     assert abs(result["comparison"]["test_acc_delta"]) <= 0.05
     assert result["accuracy"]["test_at_best_val"] >= 0.6
     assert result["timing"]["compile_overhead_s"] > 0

@@ -54,3 +54,23 @@ def test_inductor_failure_is_a_compile_error(run):
     assert result["status"] == "compile_error"
     assert "\n" not in result["reason"]
     assert "traceback" in result
+
+
+@pytest.mark.parametrize(("mode", "scope", "batching", "device", "expected"), [
+    ("reduce-overhead", "model", "full", "cuda", "cudagraph trees"),
+    ("max-autotune", "model", "neighbor", "cuda", "cudagraph trees"),
+    ("reduce-overhead", "step", "full", "cuda", "whole step"),
+    ("max-autotune", "step", "full", "cuda", "whole step"),
+    ("reduce-overhead", "step", "neighbor", "cuda", "none"),   # shapes change every batch
+    ("default", "step", "full", "cuda", "none"),
+    ("max-autotune-no-cudagraphs", "model", "full", "cuda", "none"),
+    ("reduce-overhead", "step", "full", "cpu", "none"),
+])
+def test_which_cuda_graphs_a_setting_runs_under(mode, scope, batching, device, expected):
+    import torch
+    from omegaconf import OmegaConf
+
+    from gnnbench import compile as compiler
+
+    cfg = OmegaConf.create({"mode": mode, "scope": scope})
+    assert compiler.cuda_graphs(cfg, torch.device(device), batching) == expected

@@ -41,6 +41,10 @@ def test_whole_step_compiles_once_over_changing_batch_shapes(run):
     assert result["cuda_graphs"] == "none"
     assert all(r["recompiles_this_epoch"] == 0 for r in result["epochs"][1:])
     assert result["accuracy"]["test_at_best_val"] >= 0.6
+    # The compiled optimizer step ran: torch.optim's own two graph_break() calls show.
+    reasons = result["compile"]["graph_break_reasons"]
+    assert result["compile"]["graph_breaks"] == 2 and all("graph_break()" in r["reason"]
+                                                            for r in reasons)
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
                                  weight_decay=cfg.train.weight_decay)
     if cfg.compile:  # a clean dynamo cache, as the runner starts every run with
-        torch._dynamo.reset()
+        compiler.reset()
     forward = compiler.compile_model(model, cfg.compiler) if cfg.compile else model
     train_idx, y = task.splits["train"], task.y
     epochs = []
