@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gnnbench.report import overhead_cell
+
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -44,7 +46,8 @@ def headline_rows(rows: list[dict]) -> list[dict]:
 
 def to_markdown(rows: list[dict], link: str) -> str:
     head = ("| model | dataset | eager train time per epoch (ms) | `compile=true` speedup "
-            "| fastest variant | its speedup [95% CI] | compile overhead (s) | break-even epochs "
+            "| fastest variant | its speedup [95% CI] | compile overhead (s), median [max] "
+            "| break-even epochs "
             "| graph breaks | memory ratio | Δ test acc | runs |")
     lines = [head, "|" + "---|" * 12]
     for h in headline_rows(rows):
@@ -54,7 +57,7 @@ def to_markdown(rows: list[dict], link: str) -> str:
             f"| {h['model']} | {h['dataset']} | {_num(eager and eager['epoch_ms'])} | "
             f"{_x(default and default['speedup'])} | {best.get('variant', '–')} | "
             f"{_x(best.get('speedup'), (best.get('speedup_ci_low'), best.get('speedup_ci_high')))}"
-            f" | {_num(best.get('compile_overhead_s'))} | "
+            f" | {overhead_cell(best) if best else '–'} | "
             f"{_num(be, 0) if be is not None else ('never' if best else '–')} | "
             f"{_num(best.get('graph_breaks'), 0) if best.get('graph_breaks') is not None else '–'}"
             f" | {_num(best.get('memory_ratio'))} | {_num(best.get('test_acc_delta'), 4)} | "

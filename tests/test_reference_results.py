@@ -25,15 +25,17 @@ def rows() -> list[dict]:
     return report.build_rows(report.load_runs(RESULTS))
 
 
-def test_the_sweep_has_every_axis_of_the_preset():
+def test_the_sweep_is_the_whole_preset_once():
+    """Every model x workload x variant x seed of `experiment=reference`, each run once."""
     configs = [json.loads(p.read_text())["config"] for p in RUNS]
-    assert {c["model"]["name"] for c in configs} == {"gcn", "sage"}
-    assert {c["dataset"]["name"] for c in configs} == {"cora", "citeseer", "synthetic-arxiv",
-                                                        "synthetic-products"}
-    assert {report.variant_label(c) for c in configs} == {
-        "eager", "compile-default", "compile-reduce-overhead",
-        "compile-max-autotune-no-cudagraphs", "compile-reduce-overhead step"}
-    assert {c["train"]["seed"] for c in configs} == {0, 1, 2}
+    made = sorted((c["model"]["name"], c["dataset"]["name"], report.variant_label(c),
+                   c["train"]["seed"]) for c in configs)
+    variants = ["eager", "compile-default", "compile-reduce-overhead",
+                "compile-max-autotune-no-cudagraphs", "compile-reduce-overhead step"]
+    assert made == sorted((m, d, v, s) for m in ("gcn", "sage")
+                          for d in ("cora", "citeseer", "synthetic-arxiv", "synthetic-products")
+                          for v in variants for s in (0, 1, 2))
+    assert all(json.loads(p.read_text())["status"] == "ok" for p in RUNS)
 
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
@@ -87,3 +89,14 @@ def test_update_readme_needs_its_markers(tmp_path):
     readme.write_text(f"intro\n{headline.START}\nold\n{headline.END}\nrest\n")
     headline.update_readme(readme, "| new |")
     assert readme.read_text() == f"intro\n{headline.START}\n| new |\n{headline.END}\nrest\n"
+
+
+def test_the_report_shows_the_cold_compile_beside_the_median(rows):
+    """Autotuning pays minutes once per machine, seconds once cached: a median over seeds
+    alone would hide the first run's cost, so the report carries the max too."""
+    by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows}
+    autotuned = by_key[("gcn", "synthetic-arxiv", "compile-max-autotune-no-cudagraphs")]
+    assert autotuned["compile_overhead_max_s"] > 60 > autotuned["compile_overhead_s"]
+    for row in rows:
+        if row["compile_overhead_s"] is not None:
+            assert row["compile_overhead_max_s"] >= row["compile_overhead_s"]

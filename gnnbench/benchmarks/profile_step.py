@@ -59,7 +59,21 @@ def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     busy = sum(e.device_time for e in kernels) / 1e6 / steps
     return {"wall_ms": wall * 1e3, "kernels_per_step": len(kernels) / steps,
-            "gpu_busy_ms": busy * 1e3, "gpu_busy_share": busy / wall}
+            "gpu_busy_ms": busy * 1e3, "gpu_busy_share": busy / wall,
+            "top_kernels": top_kernels(kernels, steps)}
+
+
+def top_kernels(kernels: list, steps: int, count: int = 8) -> list[dict]:
+    """Where a kernel-bound step's GPU time goes: the kernels with the most time per step.
+    Names are CUDA's (eager: ATen's kernels; compiled: Inductor's fused Triton kernels,
+    named after the ops they fuse, e.g. `..._index_add_...` for a scatter)."""
+    total = sum(e.device_time for e in kernels)
+    per_name: dict[str, float] = {}
+    for e in kernels:
+        per_name[e.name] = per_name.get(e.name, 0.0) + e.device_time
+    ranked = sorted(per_name.items(), key=lambda item: -item[1])[:count]
+    return [{"kernel": name[:160], "ms_per_step": t / 1e3 / steps, "share": t / total}
+            for name, t in ranked]
 
 
 def main() -> None:
@@ -90,6 +104,8 @@ def main() -> None:
                 print(f"{row['case']:24s} {variant:22s} wall {row['wall_ms']:7.3f} ms  "
                       f"kernels {row['kernels_per_step']:6.1f}  GPU busy "
                       f"{row['gpu_busy_ms']:7.3f} ms ({row['gpu_busy_share']:.0%})", flush=True)
+                for k in row["top_kernels"]:
+                    print(f"    {k['ms_per_step']:7.3f} ms {k['share']:5.1%}  {k['kernel'][:100]}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)},
