@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gnnbench.report import overhead_cell
-
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -24,6 +22,13 @@ def _x(value: float | None, ci: tuple[float | None, float | None] | None = None)
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
+
+
+def overhead_cell(row: dict) -> str:
+    """Compile overhead as `median [max]` over a row's runs."""
+    if row.get("compile_overhead_s") is None:
+        return "–"
+    return f"{row['compile_overhead_s']:.2f} [{row['compile_overhead_max_s']:.2f}]"
 
 
 def headline_rows(rows: list[dict]) -> list[dict]:

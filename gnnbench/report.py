@@ -204,13 +204,6 @@ def _fmt(value: object, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def overhead_cell(row: dict) -> str:
-    """Compile overhead as `median [max]` over a row's runs."""
-    if row.get("compile_overhead_s") is None:
-        return "–"
-    return f"{row['compile_overhead_s']:.2f} [{row['compile_overhead_max_s']:.2f}]"
-
-
 def to_markdown(rows: list[dict], skipped: int = 0) -> str:
     head = ("| model | dataset | variant | runs | epoch time (ms), median [IQR] | speedup "
             "[95% CI] | compile overhead (s), median [max] | break-even epochs | graph breaks "
@@ -227,7 +220,7 @@ def to_markdown(rows: list[dict], skipped: int = 0) -> str:
         lines.append(
             f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['runs']} | "
             f"{_fmt(r['epoch_ms'])} [{_fmt(r['epoch_ms_iqr'])}] | {speed} | "
-            f"{overhead_cell(r)} | "
+            f"{headline.overhead_cell(r)} | "
             f"{_fmt(be, 0) if be is not None else ('never' if r['speedup'] else '–')} | "
             f"{_fmt(r['graph_breaks'])} | {_fmt(r['recompiles'])} | {_fmt(r['memory_ratio'])} "
             f"| {acc} | {_fmt(r['test_acc_delta'], 4)} | {status.replace('|', '/')} |")

@@ -39,6 +39,17 @@ def test_bootstrap_ci_covers_the_true_speedup():
     assert lo <= point <= hi
 
 
+def test_median_ci_over_rounds_is_as_wide_as_the_rounds_disagree():
+    """The overhead benchmark's rounds: a tight set gives a tight interval around its
+    median, a scattered one an interval that says so."""
+    tight = [3.0, 3.1, 2.9, 3.0, 3.05, 2.95, 3.0, 3.02]
+    lo, hi = timing.bootstrap_median_ci(tight)
+    assert lo <= statistics.median(tight) <= hi and hi - lo <= 0.1
+    scattered = [-24.0, -5.0, 0.0, 2.0, 3.0, 6.0, 15.0, 27.0]
+    lo, hi = timing.bootstrap_median_ci(scattered)
+    assert lo < 0 < 3 < hi
+
+
 def test_epoch_timer_adds_up_regions_of_one_name():
     timer = timing.EpochTimer(torch.device("cpu"))
     for _ in range(3):
