@@ -121,7 +121,7 @@ def _choice(name: str, value: object, choices: tuple | list) -> None:
     # `value in choices` alone would accept 1 for True: compare types too.
     ok = any(value == c and type(value) is type(c) for c in choices)
     require(ok, f"{name}={value!r} is not valid; choose one of: "
-                 f"{', '.join(_show(c) for c in choices)}")
+                f"{', '.join(_show(c) for c in choices)}")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -166,15 +166,15 @@ def validate(cfg: DictConfig) -> None:
             f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
             f"(model.num_layers={cfg.model.num_layers})")
         require(isinstance(train.batch_size, int) and train.batch_size > 0,
-                 f"train.batch_size={train.batch_size!r} must be a positive integer")
+                f"train.batch_size={train.batch_size!r} must be a positive integer")
         require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
-                 f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
+                f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
         require(not train.paired, "train.paired=true needs train.batching=full")
         if train.sampler == "pyg":
             from gnnbench.sampler import pyg_available
 
             require(pyg_available(), "train.sampler='pyg' needs pyg-lib or torch-sparse; "
-                     "choose one of: auto, gnnbench")
+                    "choose one of: auto, gnnbench")
     _choice("train.device", train.device, DEVICES)
     resolve_device(train.device)
     if cfg.data_mirror is not None:

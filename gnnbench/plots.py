@@ -17,9 +17,12 @@ def speedup_bars(rows: list[dict], path: Path) -> None:
     if rows:
         labels = [f"{r['model']}/{r['dataset']}\n{r['variant']}" for r in rows]
         values = [r["speedup"] for r in rows]
-        # A row without a CI (too few epochs) gets no error bar, not a zero-width one.
-        errors = [[v - (r["speedup_ci_low"] or v) for v, r in zip(values, rows, strict=True)],
-                  [(r["speedup_ci_high"] or v) - v for v, r in zip(values, rows, strict=True)]]
+        # A row without a CI (too few epochs) gets a zero-length error bar: no interval drawn.
+        no_ci = [r["speedup_ci_low"] is None for r in rows]
+        errors = [[0.0 if none else v - r["speedup_ci_low"]
+                   for v, r, none in zip(values, rows, no_ci, strict=True)],
+                  [0.0 if none else r["speedup_ci_high"] - v
+                   for v, r, none in zip(values, rows, no_ci, strict=True)]]
         ax.bar(range(len(rows)), values, yerr=errors, capsize=4, color="tab:blue")
         ax.set_xticks(range(len(rows)), labels, rotation=45, ha="right", fontsize=7)
     else:

@@ -73,3 +73,4 @@ def test_too_few_epochs_give_a_speedup_but_no_interval():
     assert few["speedup_ci95"] == [None, None] and few["n_eager"] == 2
     enough = timing.compare([2.0, 2.2, 2.1, 1.9, 2.0], [1.0, 1.1, 1.0, 0.9, 1.0], 3.0)
     assert None not in enough["speedup_ci95"]
+

@@ -29,8 +29,8 @@ def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4,
-                                 capturable=scope == "step")
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
+                                 weight_decay=cfg.train.weight_decay, capturable=scope == "step")
     if scope == "step":
         loss_fn, opt_step = compiler.compile_step_parts(
             functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
