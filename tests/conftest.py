@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests_support import make_read_only
+from support.fs import make_read_only
 
 from gnnbench import config
-from gnnbench.run import run_experiment
+from gnnbench.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 

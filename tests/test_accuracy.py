@@ -3,7 +3,7 @@
 import pytest
 from conftest import make_config
 
-from gnnbench.run import run_experiment
+from gnnbench.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ def test_whole_step_compile_learns_like_its_eager_twin(run):
     result = run("model=sage", "compile=true", "compiler.scope=step", "train.paired=true",
                  "train.epochs=60", "train.warmup_epochs=5")
     assert result["status"] == "ok", result["reason"]
-    assert result["name"] == "sage-synthetic-compile-default-step-s0"
+    assert result["name"] == "sage-synthetic-compile-default-step-paired-s0"
     # The compiled optimizer step ran: torch.optim's own two graph_break() calls show.
     reasons = result["compile"]["graph_break_reasons"]
     assert result["compile"]["graph_breaks"] == 2 and all("graph_break()" in r["reason"]

@@ -56,6 +56,18 @@ def test_inductor_failure_is_a_compile_error(run):
     assert "traceback" in result
 
 
+def test_cuda_graphs_are_observed_not_inferred(run):
+    """reduce-overhead asks Inductor for CUDA graphs; on the CPU it skips them, and the run
+    says so from Inductor's own counter instead of claiming cudagraph trees."""
+    result = run("model=sage", *SHORT, "compiler.mode=reduce-overhead")
+    assert result["status"] == "ok", result["reason"]
+    audit = result["cuda_graph_audit"]
+    assert result["cuda_graphs"] == audit["used"] == "none"
+    assert audit["inductor_skips"] >= 1 and audit["inductor_recorded_graphs"] == 0
+    assert not audit["whole_step_captured"]
+    assert any("cpu" in reason for reason in audit["inductor_skip_reasons"])
+
+
 @pytest.mark.parametrize(("mode", "scope", "batching", "device", "expected"), [
     ("reduce-overhead", "model", "full", "cuda", "cudagraph trees"),
     ("max-autotune", "model", "neighbor", "cuda", "cudagraph trees"),
@@ -70,7 +82,7 @@ def test_which_cuda_graphs_a_setting_runs_under(mode, scope, batching, device, e
     import torch
     from omegaconf import OmegaConf
 
-    from gnnbench import compile as compiler
+    from gnnbench.training import compilation
 
     cfg = OmegaConf.create({"mode": mode, "scope": scope})
-    assert compiler.cuda_graphs(cfg, torch.device(device), batching) == expected
+    assert compilation.requested_cuda_graphs(cfg, torch.device(device), batching) == expected

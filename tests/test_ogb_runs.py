@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests_support import make_read_only
+from support.fs import make_read_only
+from support.ogb_layout import write_ogb_raw
 
-from gnnbench.ogbn import write_ogb_raw
-from gnnbench.synthetic import generate_graph, random_split
+from gnnbench.data.synthetic import generate_graph, random_split
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 from ogb.nodeproppred import Evaluator
+from support.ogb_layout import write_ogb_raw
 
-from gnnbench import ogbn
 from gnnbench.config import ConfigError
-from gnnbench.ogbn import OGB_DATASETS, load_ogbn, write_ogb_raw
+from gnnbench.data import ogb as ogbn
+from gnnbench.data.ogb import OGB_DATASETS, load_ogbn
 
 NUM_NODES = 60
 DIMS = {"ogbn-arxiv": (128, 40), "ogbn-products": (100, 47)}  # features, classes (as OGB)

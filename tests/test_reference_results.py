@@ -1,6 +1,8 @@
-"""The committed reference results agree with the code and configs that claim them: each
-run's config is what the preset composes today, the committed report is what the report
-code makes of the runs, and the README's headline is what the headline code makes of it."""
+"""The committed reference results agree with the code and configs that claim them: what
+each run's record claims is what its command composes today (keys added since then are
+declared with the default that keeps the old behaviour), the committed report is what the
+report code makes of the runs, and the README's headline is what the headline code makes of
+it. Records are history: none of this needs the sweep to be re-run."""
 
 import csv
 import io
@@ -11,7 +13,11 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from gnnbench import config, headline, report
+from gnnbench import config
+from gnnbench.records import identity, schema, store
+from gnnbench.report import headline
+from gnnbench.report.markdown import to_markdown
+from gnnbench.report.rows import COLUMNS, build_rows
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results" / "h200-reference"
@@ -22,13 +28,13 @@ MACHINE_KEYS = ("data_dir", "data_mirror")
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
-    return report.build_rows(report.load_runs(RESULTS))
+    return build_rows(store.find([RESULTS]))
 
 
 def test_the_sweep_is_the_whole_preset_once():
     """Every model x workload x variant x seed of `experiment=reference`, each run once."""
     configs = [json.loads(p.read_text())["config"] for p in RUNS]
-    made = sorted((c["model"]["name"], c["dataset"]["name"], report.variant_label(c),
+    made = sorted((c["model"]["name"], c["dataset"]["name"], config.variant_label(c),
                    c["train"]["seed"]) for c in configs)
     variants = ["eager", "compile-default", "compile-reduce-overhead",
                 "compile-max-autotune-no-cudagraphs", "compile-reduce-overhead step"]
@@ -38,25 +44,57 @@ def test_the_sweep_is_the_whole_preset_once():
     assert all(json.loads(p.read_text())["status"] == "ok" for p in RUNS)
 
 
-@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
-def test_each_run_is_what_the_preset_composes_today(path):
+def composed_today(path: Path, extra: tuple[str, ...] = ()) -> dict:
     overrides = yaml.safe_load((path.parent / "overrides.yaml").read_text())
     assert "experiment=reference" in overrides
-    recorded = json.loads(path.read_text())["config"]
     kept = [o for o in overrides if o.split("=")[0] not in MACHINE_KEYS]
-    composed = config.compose_config(kept)
-    today = {k: v for k, v in OmegaConf.to_container(composed, resolve=True).items()
-             if k not in MACHINE_KEYS}
-    assert today == {k: v for k, v in recorded.items() if k not in MACHINE_KEYS}
+    return OmegaConf.to_container(config.compose_config([*kept, *extra]), resolve=True)
+
+
+def record_problems(record: dict, composed: dict) -> list[str]:
+    """Everything the record claims composes today; every measured key it lacks is declared
+    in ADDED_KEYS with the value that reproduces what it measured."""
+    measured = {k for k, _ in schema.leaves(identity.setting(composed, "any"))}
+    return (schema.claim_mismatches(record["config"], composed, ignore=MACHINE_KEYS)
+            + schema.unregistered_additions(record["config"], composed, measured,
+                                            ignore=MACHINE_KEYS))
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
+def test_each_run_claims_what_the_preset_composes_today(path):
+    assert record_problems(store.read(path), composed_today(path)) == []
+
+
+def test_a_new_key_with_a_default_keeps_committed_records_valid(monkeypatch):
+    """A knob added after the sweep (here a temporary one) invalidates no committed run once
+    declared with the default that keeps the old behaviour; undeclared, or declared with
+    another default, the check says which key. An old eager record then still matches a
+    compiled run of today that composes the default."""
+    path = RUNS[0]
+    composed = composed_today(path, ("+train.tmp_knob=0",))
+    record = json.loads(path.read_text())
+    assert record_problems(record, composed) == [
+        "train.tmp_knob: added without an ADDED_KEYS entry"]
+    monkeypatch.setitem(schema.ADDED_KEYS, "train.tmp_knob", (schema.SCHEMA_VERSION + 1, 1))
+    assert record_problems(record, composed) == [
+        "train.tmp_knob: composes 0, but ADDED_KEYS says old records mean 1"]
+    monkeypatch.setitem(schema.ADDED_KEYS, "train.tmp_knob", (schema.SCHEMA_VERSION + 1, 0))
+    assert record_problems(record, composed) == []
+    upgraded = schema.upgrade(json.loads(path.read_text()))
+    assert upgraded["config"]["train"]["tmp_knob"] == 0
+    device = identity.device_type(upgraded)
+    assert identity.record_setting_key(upgraded) == identity.setting_key(composed, device)
+    # Without the upgrade the old record would not match: the declaration is what keeps it.
+    assert identity.record_setting_key(record) != identity.setting_key(composed, device)
 
 
 def test_committed_report_is_what_the_runs_give(rows):
-    runs = report.load_runs(RESULTS)
+    runs = store.find([RESULTS])
     skipped = sum(r["status"] == "skipped" for r in runs)
-    expected_md = f"# gnnbench report: {RESULTS.name}\n\n{report.to_markdown(rows, skipped)}\n"
+    expected_md = f"# gnnbench report: {RESULTS.name}\n\n{to_markdown(rows, skipped)}\n"
     assert (RESULTS / "report.md").read_text() == expected_md
     out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=report.COLUMNS)
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows(rows)
     with open(RESULTS / "report.csv", newline="") as committed:

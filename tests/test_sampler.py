@@ -11,7 +11,13 @@ import pytest
 import torch
 from torch_geometric.utils import k_hop_subgraph
 
-from gnnbench.sampler import Batch, CSRGraph, NeighborSampler, pyg_available, sample_neighbors
+from gnnbench.training.sampler import (
+    Batch,
+    CSRGraph,
+    NeighborSampler,
+    pyg_available,
+    sample_neighbors,
+)
 
 DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.gpu)]
 

@@ -7,8 +7,7 @@ import subprocess
 import sys
 
 import pytest
-
-from gnnbench.wandb_file import find_runs, read_run
+from support.wandb_file import find_runs, read_run
 
 QUICK = ("train.epochs=4", "train.warmup_epochs=1")
 OFFLINE = ("wandb.mode=offline",)
@@ -75,6 +74,8 @@ def test_compiled_run_logs_graph_break_and_recompile_tables(run):
     assert [row["reason"] for row in w.tables["recompile_reasons"]] == \
         result["compile"]["recompile_reasons"]
     assert w.summary["graph_breaks"] == result["compile"]["graph_breaks"]
+    assert w.summary["cuda_graphs"] == result["cuda_graphs"] == "none"
+    assert w.summary["cuda_graph_skips"] == result["cuda_graph_audit"]["inductor_skips"]
 
 
 def test_disabled_writes_nothing(run, tmp_path):

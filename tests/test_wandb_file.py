@@ -1,5 +1,5 @@
-"""gnnbench.wandb_file against real wandb runs in offline mode, in-process: what we read back
-from the .wandb log must be exactly what was logged."""
+"""The .wandb reader (tests/support/wandb_file.py) against real wandb runs in offline mode,
+in-process: what we read back from the .wandb log must be exactly what was logged."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 wandb = pytest.importorskip("wandb")
 
-from gnnbench import wandb_file  # noqa: E402 - after the importorskip
-from gnnbench.wandb_file import find_runs, load_table, read_records, read_run  # noqa: E402
+from support import wandb_file  # noqa: E402 - after the importorskip
+from support.wandb_file import find_runs, load_table, read_records, read_run  # noqa: E402
 
 CONFIG = {"lr": 0.01, "model": {"name": "gcn", "hidden": 16, "layers": [1, 2]}, "seed": 0}
 ROWS = [{"epoch": e, "loss": 1.0 / (e + 1), "acc": 0.5 + e / 10} for e in range(5)]

@@ -18,9 +18,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from gnnbench import compile as compiler
-from gnnbench import config, data, models, timing
-from gnnbench.run import run_experiment
+from gnnbench import config, data, models
+from gnnbench.measure import dynamo, stats
+from gnnbench.measure.timer import synchronize
+from gnnbench.runner import run_experiment
+from gnnbench.training import compilation
+from gnnbench.training.optim import make_optimizer
 
 CASES = {"cora": ["dataset=cora"], "arxiv-size": ["experiment=synthetic-arxiv-gcn"]}
 
@@ -31,15 +34,14 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
-                                 weight_decay=cfg.train.weight_decay)
+    optimizer = make_optimizer(model.parameters(), cfg.train)
     if cfg.compile:  # a clean dynamo cache, as the runner starts every run with
-        compiler.reset()
-    forward = compiler.compile_model(model, cfg.compiler) if cfg.compile else model
+        dynamo.reset()
+    forward = compilation.compile_model(model, cfg.compiler) if cfg.compile else model
     train_idx, y = task.splits["train"], task.y
     epochs = []
     for _ in range(cfg.train.epochs):
-        timing.synchronize(device)
+        synchronize(device)
         started = time.perf_counter()
         model.train()
         optimizer.zero_grad()
@@ -51,7 +53,7 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
             pred = forward(task.x, edge_index, edge_weight).argmax(dim=-1)
         accs = [(pred[i] == y[i]).float().mean().item() for i in task.splits.values()]
         loss.item()
-        timing.synchronize(device)
+        synchronize(device)
         epochs.append(time.perf_counter() - started)
         assert len(accs) == 3
     return epochs
@@ -94,18 +96,18 @@ def main() -> None:
                 per_round.append((statistics.median(round_runner)
                                   / statistics.median(round_bare) - 1) * 100)
             b, r = statistics.median(bare), statistics.median(runner)
-            lo, hi = timing.bootstrap_ratio_ci(runner, bare)
+            lo, hi = stats.bootstrap_ratio_ci(runner, bare)
             # A round's epochs share the machine's state of the moment, so the rounds, not
             # the epochs, are the independent samples: the CI over rounds is the honest one.
-            round_lo, round_hi = timing.bootstrap_median_ci(per_round)
+            round_lo, round_hi = stats.bootstrap_median_ci(per_round)
             rows.append({"case": case, "model": cfg.model.name, "compiled": compiled,
                          "bare_epoch_ms": b * 1e3, "runner_epoch_ms": r * 1e3,
                          "overhead_pct": (r / b - 1) * 100,
                          "ratio_ci95": [lo, hi], "overhead_pct_per_round": per_round,
                          "round_median_overhead_pct": statistics.median(per_round),
                          "round_median_ci95_pct": [round_lo, round_hi],
-                         "bare": timing.summarize(bare),
-                         "runner": timing.summarize(runner)})
+                         "bare": stats.summarize(bare),
+                         "runner": stats.summarize(runner)})
             print(f"{case:10s} {'compiled' if compiled else 'eager':8s} bare {b * 1e3:8.3f} ms  "
                   f"runner {r * 1e3:8.3f} ms  overhead {rows[-1]['overhead_pct']:+.1f} % "
                   f"(epoch-pooled ratio CI {lo:.3f}-{hi:.3f}); per round: median "

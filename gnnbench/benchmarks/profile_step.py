@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gnnbench import compile as compiler
-from gnnbench import config, data, loop, models
+from gnnbench import config, data, models
+from gnnbench.training import compilation
+from gnnbench.training.optim import make_optimizer
 
 VARIANTS = {"eager": None, "model reduce-overhead": "model", "step reduce-overhead": "step"}
 
@@ -29,20 +30,19 @@ def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
     edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
     model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr,
-                                 weight_decay=cfg.train.weight_decay, capturable=scope == "step")
+    optimizer = make_optimizer(model.parameters(), cfg.train, capturable=scope == "step")
     if scope == "step":
-        loss_fn, opt_step = compiler.compile_step_parts(
-            functools.partial(loop.loss_of, model), optimizer, cfg.compiler)
+        loss_fn, opt_step = compilation.compile_step_parts(
+            functools.partial(steps.loss_of, model), optimizer, cfg.compiler)
 
-        step = compiler.CapturedStep(functools.partial(
-            loop.whole_step, loss_fn, opt_step, model, optimizer, task.x, edge_index,
+        step = compilation.CapturedStep(functools.partial(
+            steps.whole_step, loss_fn, opt_step, model, optimizer, task.x, edge_index,
             edge_weight, task.splits["train"], task.y))
     else:
-        forward = compiler.compile_model(model, cfg.compiler) if scope else model
+        forward = compilation.compile_model(model, cfg.compiler) if scope else model
 
         def step():
-            return loop.train_step(forward, model, optimizer, task, edge_index, edge_weight)
+            return steps.train_step(forward, model, optimizer, task, edge_index, edge_weight)
 
     for _ in range(30):
         step()
@@ -89,7 +89,7 @@ def main() -> None:
     rows = []
     for case in args.cases.split(";"):
         for model in args.models.split(","):
-            overrides = [case, f"data_dir={args.data_dir}", "compiler.mode=reduce-overhead"]
+            overrides = [case, f"data_dir={args.data_dir}", "compilation.mode=reduce-overhead"]
             if case.startswith("dataset="):
                 overrides.append(f"model={model}")
             elif model != "gcn":

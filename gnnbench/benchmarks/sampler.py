@@ -19,9 +19,13 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from gnnbench import config, loop, models, timing
-from gnnbench.sampler import CSRGraph, NeighborSampler
-from gnnbench.synthetic import load_synthetic
+from gnnbench import config, models
+from gnnbench.data.synthetic import load_synthetic
+from gnnbench.measure.stats import summarize
+from gnnbench.measure.timer import timed
+from gnnbench.training import steps
+from gnnbench.training.optim import make_optimizer
+from gnnbench.training.sampler import CSRGraph, NeighborSampler
 
 
 def main() -> None:
@@ -42,25 +46,27 @@ def main() -> None:
     parts = load_synthetic(cfg, Path(args.data_dir), device)
     x, y = parts["x"].to(device), parts["y"].to(device)
     edge_index = parts["edge_index"].to(device)
-    _, csr_s = timing.timed(lambda: CSRGraph.from_edge_index(edge_index, x.size(0)), device)
+    _, csr_s = timed(lambda: CSRGraph.from_edge_index(edge_index, x.size(0)), device)
     graph = CSRGraph.from_edge_index(edge_index, x.size(0))
     sampler = NeighborSampler(graph, parts["splits"]["train"].to(device), fanouts,
                               args.batch_size, shuffle=True, seed=0)
 
-    model_cfg = OmegaConf.create({"name": "sage", "num_layers": len(fanouts), "hidden": 256,
+    model_cfg = OmegaConf.create({"name": "sage", "_target_": "gnnbench.models.sage.SAGE",
+                                  "num_layers": len(fanouts), "hidden": 256,
                                   "dropout": 0.5, "input_dropout": 0.0, "batch_norm": False,
                                   "aggr": "mean"})
     model = models.build_model(model_cfg, x.size(1), int(cfg.num_classes)).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    optimizer = make_optimizer(model.parameters(), OmegaConf.create({"lr": 0.003,
+                                                                     "weight_decay": 0.0}))
 
     samples: dict[str, list[float]] = {"sample": [], "gather": [], "step": []}
     sizes = []
     it = iter(sampler)
     for i in range(args.warmup + args.batches):
-        batch, t_sample = timing.timed(lambda: next(it), device)
-        (xb, yb), t_gather = timing.timed(
+        batch, t_sample = timed(lambda: next(it), device)
+        (xb, yb), t_gather = timed(
             lambda b=batch: (x[b.n_id], y[b.n_id[: b.batch_size]]), device)
-        _, t_step = timing.timed(lambda b=batch, xb=xb, yb=yb: loop.train_batch_step(
+        _, t_step = timed(lambda b=batch, xb=xb, yb=yb: steps.train_batch_step(
             model, model, optimizer, xb, b.edge_index, None, yb), device)
         if i >= args.warmup:
             samples["sample"].append(t_sample)
@@ -68,7 +74,7 @@ def main() -> None:
             samples["step"].append(t_step)
             sizes.append((batch.n_id.numel(), batch.edge_index.size(1)))
 
-    stats = {k: timing.summarize(v) for k, v in samples.items()}
+    stats = {k: summarize(v) for k, v in samples.items()}
     total = [a + b + c for a, b, c in zip(*samples.values(), strict=True)]
     out = {
         "command": "python -m gnnbench.benchmarks.sampler " + " ".join(
@@ -84,8 +90,8 @@ def main() -> None:
                   "median_nodes": sorted(s[0] for s in sizes)[len(sizes) // 2],
                   "median_edges": sorted(s[1] for s in sizes)[len(sizes) // 2]},
         "seconds": stats,
-        "whole_batch_s": timing.summarize(total),
-        "sampling_share_of_batch": stats["sample"]["median"] / timing.summarize(total)["median"],
+        "whole_batch_s": summarize(total),
+        "sampling_share_of_batch": stats["sample"]["median"] / summarize(total)["median"],
     }
     print(f"{out['device']}: graph {x.size(0):,} nodes / {edge_index.size(1):,} edges "
           f"(generated in {parts['info'].get('generate_s', float('nan')):.1f} s, "

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnbench.data import Task
-from gnnbench.sampler import CSRGraph, sample_neighbors
+from gnnbench.training.sampler import CSRGraph, sample_neighbors
 
 
 def train_step(forward: Callable[..., Tensor], model: torch.nn.Module,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after choosing the file-only backend
+
+from gnnbench.config import variant_label  # noqa: E402
+from gnnbench.records.compare import steady_steps  # noqa: E402
 
 
 def speedup_bars(rows: list[dict], path: Path) -> None:
@@ -35,16 +37,14 @@ def speedup_bars(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def epoch_time_distributions(runs: list[dict], path: Path,
-                             label_of: Callable[[dict], str]) -> None:
+def epoch_time_distributions(runs: list[dict], path: Path) -> None:
     series: dict[str, list[float]] = {}
     for run in runs:
         if run["status"] != "ok":
             continue
         cfg = run["config"]
-        label = f"{cfg['model']['name']}/{cfg['dataset']['name']}\n{label_of(cfg)}"
-        warmup = run["timing"]["warmup_epochs"]
-        series.setdefault(label, []).extend(r["train_s"] * 1e3 for r in run["epochs"][warmup:])
+        label = f"{cfg['model']['name']}/{cfg['dataset']['name']}\n{variant_label(cfg)}"
+        series.setdefault(label, []).extend(s * 1e3 for s in steady_steps(run))
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(series) + 2), 4))
     if series:
         ax.boxplot(list(series.values()), showfliers=True)

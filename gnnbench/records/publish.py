@@ -1,44 +1,14 @@
-"""Where results go: the per-run `results.json` (the source of truth) and W&B.
-The only module that imports wandb."""
+"""Weights & Biases: each run, and each sweep's report table. The only module that imports
+wandb; `results.json` is written before W&B starts and stays the source of truth."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from pathlib import Path
 
-RESULTS_FILE = "results.json"
+from gnnbench.config import variant_slug
 
-
-def _finite(value: object) -> object:
-    """JSON has no NaN or Infinity: write them as null rather than as invalid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def write_results(result: dict, out_dir: Path) -> Path:
-    """Atomic write: a reader never sees half a file, even if the run is killed."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / RESULTS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_finite(result), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
-def read_results(path: Path) -> dict:
-    path = Path(path)
-    return json.loads((path / RESULTS_FILE if path.is_dir() else path).read_text())
-
-
-# --- Weights & Biases -------------------------------------------------------------------
 # W&B is driven only after the last timed epoch: its background service then cannot steal
 # CPU from, or add syncs to, the epochs we measure. results.json is already on disk when
 # W&B starts, so a W&B failure costs a warning, never a result.
@@ -89,6 +59,7 @@ def _headline(result: dict) -> dict:
         "graph_breaks": dyn["graph_breaks"] if dyn else None,
         "recompiles": dyn["recompiles"] if dyn else None,
         "cuda_graphs": result.get("cuda_graphs"),
+        "cuda_graph_skips": (result.get("cuda_graph_audit") or {}).get("inductor_skips"),
     }
     if result.get("comparison"):
         summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()
@@ -106,14 +77,11 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str 
     try:
         import wandb
 
-        from gnnbench.config import variant_name
-
         run = wandb.init(
             project=settings["project"], entity=settings["entity"], group=group,
             job_type=settings["job_type"], name=result["name"], dir=str(out_dir), mode=mode,
             tags=[cfg["model"]["name"], cfg["dataset"]["name"],
-                  variant_name(cfg["compile"], cfg["compiler"]["mode"],
-                               cfg["compiler"]["scope"]),
+                  variant_slug(cfg),
                   str(result["env"].get("device") or "unknown").split(":")[0],
                   *settings["tags"]],
             config={**cfg, "env": result["env"]},

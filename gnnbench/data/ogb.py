@@ -10,7 +10,6 @@ fetched by this module itself, without a size prompt, or reported as a `ConfigEr
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 import shutil
@@ -19,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.request import urlopen
 
-import numpy as np
 import torch
+from omegaconf import DictConfig
 from torch import Tensor
 
 from gnnbench.config import ConfigError
@@ -52,7 +51,7 @@ def dir_name(name: str) -> str:
     return name.replace("-", "_")
 
 
-def _listed(meta: Mapping[str, str], key: str) -> list[str]:
+def listed_files(meta: Mapping[str, str], key: str) -> list[str]:
     return [] if meta[key] == "None" else meta[key].split(",")
 
 
@@ -68,8 +67,8 @@ def required_files(meta: Mapping[str, str], processed: bool = False) -> list[str
         raw += ["edge-feat.csv.gz"] if meta["has_edge_attr"] == "True" else []
         if not processed:
             raw += ["num-node-list.csv.gz", "num-edge-list.csv.gz", "node-label.csv.gz"]
-            raw += [f"{f}.csv.gz" for f in _listed(meta, "additional node files")]
-            raw += [f"{f}.csv.gz" for f in _listed(meta, "additional edge files")]
+            raw += [f"{f}.csv.gz" for f in listed_files(meta, "additional node files")]
+            raw += [f"{f}.csv.gz" for f in listed_files(meta, "additional edge files")]
     split = [f"split/{meta['split']}/{s}.csv.gz" for s in SPLIT_NAMES.values()]
     return [*(f"raw/{f}" for f in raw), *split, f"RELEASE_v{meta['version']}.txt"]
 
@@ -201,45 +200,6 @@ def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -
     }
 
 
-def _write_csv_gz(path: Path, array: np.ndarray) -> None:
-    """One row per line, comma-separated, as in OGB's archives; %.9g round-trips float32.
-    mtime=0 keeps the bytes reproducible."""
-    fmt = "%d" if np.issubdtype(array.dtype, np.integer) else "%.9g"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-        np.savetxt(out, array, fmt=fmt, delimiter=",")
-
-
-def write_ogb_raw(directory: Path, name: str, x: Tensor, y: Tensor, edge_index: Tensor,
-                  splits: Mapping[str, Tensor],
-                  node_files: Mapping[str, Tensor] | None = None) -> Path:
-    """Write a dataset in OGB's extracted layout, i.e. a mirror entry that `load_ogbn` reads:
-    `<directory>/<ogbn_name>/{raw/*.csv.gz, split/<type>/{train,valid,test}.csv.gz,
-    RELEASE_v1.txt}`. `edge_index` is stored as given: ogb itself adds the inverse edges
-    of datasets whose master.csv says add_inverse_edge (ogbn-products). `splits` takes
-    train/val/test (or OGB's "valid"). Additional node files that master.csv lists
-    (ogbn-arxiv's node_year) come from `node_files`, else zeros. Returns the dataset dir."""
-    meta = ogb_meta(name)
-    if meta["binary"] == "True" or meta["has_edge_attr"] == "True":
-        raise ConfigError(f"write_ogb_raw writes csv datasets without edge features, "
-                          f"not {name!r}")
-    num_nodes = x.size(0)
-    root = Path(directory) / dir_name(name)
-    raw = root / "raw"
-    _write_csv_gz(raw / "node-feat.csv.gz", x.detach().cpu().numpy())
-    _write_csv_gz(raw / "node-label.csv.gz", y.detach().cpu().view(-1, 1).long().numpy())
-    _write_csv_gz(raw / "edge.csv.gz", edge_index.detach().cpu().long().t().numpy())
-    _write_csv_gz(raw / "num-node-list.csv.gz", np.array([num_nodes], dtype=np.int64))
-    _write_csv_gz(raw / "num-edge-list.csv.gz",
-                  np.array([edge_index.size(1)], dtype=np.int64))
-    node_files = node_files or {}
-    for extra in _listed(meta, "additional node files"):
-        values = node_files.get(extra, torch.zeros(num_nodes, dtype=torch.long))
-        _write_csv_gz(raw / f"{extra}.csv.gz", values.detach().cpu().view(num_nodes, -1).numpy())
-    for ours, theirs in SPLIT_NAMES.items():
-        index = splits[ours] if ours in splits else splits[theirs]
-        _write_csv_gz(root / "split" / meta["split"] / f"{theirs}.csv.gz",
-                      index.detach().cpu().long().view(-1).numpy())
-    (root / f"RELEASE_v{meta['version']}.txt").write_text(
-        f"{name} version {meta['version']}, written by gnnbench.ogbn.write_ogb_raw\n")
-    return root
+def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
+    """The dataset registry's entry point (`_target_` of conf/dataset/ogbn-*.yaml)."""
+    return load_ogbn(cfg.ogb_name, data_dir, mirror, bool(cfg.undirected))

@@ -20,6 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
+from gnnbench.data.task import simple_accuracy
+
 
 def _sample_by_weight(cum: Tensor, lo: Tensor, hi: Tensor, g: torch.Generator) -> Tensor:
     """Positions i with probability proportional to cum[i] - cum[i-1], restricted to the
@@ -91,7 +93,10 @@ def random_split(num_nodes: int, train_fraction: float, val_fraction: float,
 def _cache_path(cfg: DictConfig, data_dir: Path, device: torch.device) -> Path:
     """One file per parameter set and generator device (CPU and CUDA random streams
     differ, so the same seed gives a different graph on each)."""
-    params = json.dumps(OmegaConf.to_container(cfg, resolve=True), sort_keys=True)
+    # `_target_` names the loader, not the graph: it stays out of the key, as it did
+    # before datasets had one.
+    params = json.dumps({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
+                         if not k.startswith("_")}, sort_keys=True)
     key = hashlib.sha1(f"{params}|{device.type}".encode()).hexdigest()[:12]
     return data_dir / "synthetic" / f"{cfg.name}-{device.type}-{key}.pt"
 
@@ -128,3 +133,9 @@ def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dic
         info.update(from_cache=False, generate_s=generate_s)
     info["bytes"] = path.stat().st_size
     return {**parts, "num_classes": cfg.num_classes, "info": info}
+
+
+def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
+    """The dataset registry's entry point (`_target_` of conf/dataset/synthetic*.yaml): a
+    generated graph needs no mirror."""
+    return {**load_synthetic(cfg, data_dir, device), "accuracy": simple_accuracy}

@@ -1,0 +1,30 @@
+"""`python -m gnnbench [overrides]`, `gnnbench report DIR ...`: the top layer."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+
+def main() -> None:
+    # PyG's import-time notice about torch.jit is noise for a benchmark's user.
+    warnings.filterwarnings(
+        "ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning
+    )
+    if sys.argv[1:2] == ["report"]:  # `gnnbench report DIR`
+        from gnnbench.report.cli import main as report_main
+
+        sys.exit(report_main(sys.argv[2:]))
+    from gnnbench import config
+
+    try:
+        config.check_group_overrides(sys.argv[1:])
+    except config.ConfigError as exc:
+        print(f"gnnbench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    from gnnbench.cli import app
+    from gnnbench.report import callback
+
+    app.job()
+    if app.failed_runs or callback.LAST_SWEEP.get("failed"):
+        sys.exit(1)

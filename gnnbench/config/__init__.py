@@ -1,0 +1,21 @@
+"""The bottom layer: where configs live, how they are composed and named, and the errors
+that turn bad input into one readable line. Imports nothing else of gnnbench."""
+
+from gnnbench.config.compose import (
+    CONF_DIR,
+    CONFIG_GROUPS,
+    check_group_overrides,
+    compose_config,
+    group_choices,
+    project_dir,
+    register_resolvers,
+)
+from gnnbench.config.errors import ConfigError, choice, require, show
+from gnnbench.config.naming import run_name, variant_label, variant_slug
+from gnnbench.config.validate import resolve_device, validate
+
+__all__ = [
+    "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_group_overrides", "choice",
+    "compose_config", "group_choices", "project_dir", "register_resolvers", "require",
+    "resolve_device", "run_name", "show", "validate", "variant_label", "variant_slug",
+]

@@ -1,0 +1,153 @@
+"""What dynamo and Inductor did in one run, read from the run itself: graphs and graph
+breaks from dynamo's counters, each recompilation and the guard that failed from its
+`recompiles` log, and whether Inductor recorded or skipped CUDA graphs (and why).
+
+Counters are process-global and cumulative, so a run's figures are the difference between
+their values after and before it (a sweep runs many jobs in one process). Together with
+training/compilation.py, the only code that touches torch._dynamo and torch._inductor.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import Counter
+
+import torch
+
+_RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+_CUDAGRAPHS_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
+
+
+def reset() -> None:
+    """Forget every compiled graph (and Inductor's CUDA-graph trees), so that the next
+    compile starts from nothing."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _recompile_reason(message: str) -> str:
+    """Dynamo's message names the function, then one `- <guard failure>` line per guard."""
+    guards = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
+    return "; ".join(guards) or message.splitlines()[0]
+
+
+def _diff(after: Counter, before: Counter) -> dict[str, int]:
+    return {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def recorded_cudagraph_trees(device: torch.device) -> int | None:
+    """How many CUDA graphs Inductor's cudagraph trees recorded on `device` since the last
+    reset (None where that cannot be read: no CUDA, or Inductor's internals changed)."""
+    if device.type != "cuda":
+        return 0
+    try:
+        from torch._inductor import cudagraph_trees
+
+        manager = cudagraph_trees.get_manager(device.index or 0, create_if_none_exists=False)
+        if manager is None:
+            return 0
+        count, stack = 0, list(manager.get_roots())
+        while stack:
+            node = stack.pop()
+            count += 1
+            stack.extend(child for children in node.children.values() for child in children)
+        return count
+    except Exception:  # a private API: an unreadable count is unknown, not zero
+        return None
+
+
+class DynamoRecorder:
+    """Resets dynamo's state for one run and collects its graphs, breaks, recompiles and
+    CUDA-graph skips. Use as a context manager around everything the compiled model runs;
+    `snapshot()` may be called inside it (per epoch) and after it."""
+
+    def __enter__(self) -> DynamoRecorder:
+        from torch._dynamo.utils import counters
+
+        reset()
+        self._counters = counters
+        self._before = {group: Counter(copy.deepcopy(dict(counters[group])))
+                        for group in ("stats", "graph_break", "inductor")}
+        self._handlers = {}
+        self._saved = {}
+        torch._logging.set_logs(recompiles=True, cudagraphs=True)
+        for name in (_RECOMPILES_LOGGER, _CUDAGRAPHS_LOGGER):
+            logger = logging.getLogger(name)
+            handler = _Collect()
+            logger.addHandler(handler)
+            self._handlers[name] = handler
+            # Collected here, not printed: the run's record holds them.
+            self._saved[name], logger.propagate = logger.propagate, False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, handler in self._handlers.items():
+            logger = logging.getLogger(name)
+            logger.removeHandler(handler)
+            logger.propagate = self._saved[name]
+        torch._logging.set_logs()
+
+    def recompiles(self) -> int:
+        """Cheap enough to call every epoch (snapshot() builds lists)."""
+        return len(self._handlers[_RECOMPILES_LOGGER].messages)
+
+    def _group(self, group: str) -> dict[str, int]:
+        return _diff(Counter(dict(self._counters[group])), self._before[group])
+
+    def snapshot(self) -> dict:
+        breaks = self._group("graph_break")
+        recompiles = [_recompile_reason(m) for m in self._handlers[_RECOMPILES_LOGGER].messages]
+        return {
+            "graphs": int(self._group("stats").get("unique_graphs", 0)),
+            "graph_breaks": int(sum(breaks.values())),
+            "graph_break_reasons": [
+                {"reason": reason.strip(), "count": int(count)} for reason, count in breaks.items()
+            ],
+            "recompiles": len(recompiles),
+            "recompile_reasons": recompiles,
+        }
+
+    def cudagraph_skips(self) -> dict:
+        """Inductor's own count of graphs it compiled without CUDA graphs though the mode asked
+        for them, and the reasons it logged (it logs none for graphs without CUDA tensors)."""
+        skips = self._group("inductor").get("cudagraph_skips", 0)
+        reasons = [m for m in self._handlers[_CUDAGRAPHS_LOGGER].messages if "skipping" in m]
+        return {"skips": int(skips), "reasons": sorted(set(reasons))}
+
+
+def classify_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(status, one-line reason) for a failure torch.compile caused, else None.
+
+    With fullgraph=True dynamo raises `Unsupported` at the first graph break; failures
+    in the backend (Inductor) surface as BackendCompilerFailed or InductorError.
+    """
+    from torch._dynamo import exc as dynamo_exc
+
+    first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    if isinstance(exc, dynamo_exc.Unsupported):
+        return "graph_break", first_line.strip()
+    inductor_error: tuple[type, ...] = ()
+    try:
+        from torch._inductor.exc import InductorError
+
+        inductor_error = (InductorError,)
+    except ImportError:
+        pass
+    # FailOnRecompileLimitHit: with fullgraph=True, more shapes than dynamo's recompile limit
+    # (static shapes on varying mini-batches) is a hard failure instead of an eager fallback.
+    compiler_errors = (dynamo_exc.TorchDynamoException, dynamo_exc.FailOnRecompileLimitHit,
+                       *inductor_error)
+    if isinstance(exc, compiler_errors):
+        return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
+    return None

@@ -1,0 +1,50 @@
+"""A run's epochs boiled down to what is reported: steady-state timing after the warm-up,
+the one-off cost, and accuracy by OGB's convention (test at the best validation epoch)."""
+
+from __future__ import annotations
+
+from gnnbench.measure.stats import summarize
+
+STAGES = ("sample", "transfer", "compute")
+
+
+def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bool,
+                   configured_warmup: int) -> dict:
+    """`warmup` may be less than configured when a run ended early; with no epoch after the
+    configured warm-up there is no steady state and so no compile overhead."""
+    train = [r["train_s"] for r in records]
+    evals = [r["eval_s"] for r in records]
+    steady_train, steady_eval = summarize(train[warmup:]), summarize(evals[warmup:])
+    first_epoch = train[0] + evals[0]
+    steady_epoch = steady_train["median"] + steady_eval["median"]
+    # The one-off cost is not all in epoch 0: CUDA graphs are recorded on a later call
+    # (cudagraph trees on the 2nd, a captured whole step on the 4th). So it is the excess of
+    # every warm-up epoch over the steady epoch.
+    one_off = sum(train[i] + evals[i] - steady_epoch for i in range(max(warmup, 1)))
+    stages = {f"{stage}_s": summarize([r[f"{stage}_s"] for r in records[warmup:]])
+              for stage in STAGES if f"{stage}_s" in records[0]}
+    steady = len(records) > configured_warmup
+    return {
+        **stages,
+        "warmup_epochs": warmup,
+        "train_step_s": steady_train,
+        "eval_s": steady_eval,
+        "first_epoch_s": first_epoch,
+        "first_train_step_s": train[0],
+        "first_eval_s": evals[0],
+        "first_epoch_overhead_s": first_epoch - steady_epoch,
+        "warmup_overhead_s": one_off,
+        "wall_s": wall_s,
+        "compile_overhead_s": one_off if compiled and steady else None,
+    }
+
+
+def accuracy_summary(records: list[dict]) -> dict:
+    best = max(records, key=lambda r: r["val_acc"])  # first epoch reaching the best val
+    last = records[-1]
+    return {
+        "final": {"train": last["train_acc"], "val": last["val_acc"], "test": last["test_acc"]},
+        "best_val": best["val_acc"],
+        "best_epoch": best["epoch"],
+        "test_at_best_val": best["test_acc"],
+    }

@@ -1,0 +1,68 @@
+"""The shape every model shares: a stack of PyG message-passing layers with optional batch
+norm, ReLU and dropout between them. A model is a subclass that says which convolution to
+stack, which of its options are valid, and what graph inputs it consumes."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from gnnbench.config import require
+
+
+class GNN(nn.Module):
+    """[dropout → conv → (batch norm) → ReLU] …, conv.
+
+    `input_dropout` is Kipf & Welling's dropout on the input features; OGB's examples use 0.
+    """
+
+    uses_edge_weight = False  # whether the convolution takes per-edge weights
+
+    def __init__(self, cfg: DictConfig, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        dims = [in_channels] + [cfg.hidden] * (cfg.num_layers - 1) + [out_channels]
+        self.convs = nn.ModuleList(self.make_conv(i, o, cfg)
+                                   for i, o in zip(dims[:-1], dims[1:], strict=True))
+        self.norms = nn.ModuleList(
+            nn.BatchNorm1d(cfg.hidden) if cfg.batch_norm else nn.Identity()
+            for _ in self.convs[:-1]
+        )
+        self.dropout = float(cfg.dropout)
+        self.input_dropout = float(cfg.get("input_dropout", 0.0))
+
+    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig) -> nn.Module:
+        raise NotImplementedError
+
+    @classmethod
+    def validate(cls, cfg: DictConfig) -> None:
+        """The options every model has; subclasses add their own."""
+        require(isinstance(cfg.num_layers, int) and cfg.num_layers >= 1,
+                f"model.num_layers={cfg.num_layers!r} must be an integer >= 1")
+        require(isinstance(cfg.hidden, int) and cfg.hidden >= 1,
+                f"model.hidden={cfg.hidden!r} must be an integer >= 1")
+        for key in ("dropout", "input_dropout"):
+            value = cfg.get(key, 0.0)
+            require(isinstance(value, (int, float)) and 0 <= value < 1,
+                    f"model.{key}={value!r} must be in [0, 1)")
+
+    @classmethod
+    def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
+                     num_nodes: int) -> tuple[Tensor, Tensor | None]:
+        """The edges (and per-edge weights) the model consumes, prepared once per run."""
+        return edge_index, None
+
+    def layer(self, i: int, x: Tensor, edge_index: Tensor,
+              edge_weight: Tensor | None = None) -> Tensor:
+        """Layer i without dropout: what layer-wise inference applies to all nodes in turn."""
+        conv = self.convs[i]
+        x = conv(x, edge_index, edge_weight) if self.uses_edge_weight else conv(x, edge_index)
+        return self.norms[i](x).relu() if i < len(self.convs) - 1 else x
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        x = F.dropout(x, p=self.input_dropout, training=self.training)
+        for i in range(len(self.convs)):
+            x = self.layer(i, x, edge_index, edge_weight)
+            if i < len(self.convs) - 1:
+                x = F.dropout(x, p=self.dropout, training=self.training)
+        return x

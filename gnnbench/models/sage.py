@@ -1,0 +1,32 @@
+"""GraphSAGE (Hamilton et al. 2017) from PyG's SAGEConv."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+from torch import Tensor, nn
+from torch_geometric.nn import SAGEConv
+from torch_geometric.utils import sort_edge_index
+
+from gnnbench.config import choice
+from gnnbench.models.base import GNN
+
+# lstm is the GraphSAGE paper's LSTM aggregator: it needs edges sorted by target, and its
+# data-dependent branching is a real graph break under torch.compile.
+AGGR = ("mean", "max", "sum", "lstm")
+
+
+class SAGE(GNN):
+    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig) -> nn.Module:
+        return SAGEConv(in_channels, out_channels, aggr=cfg.aggr)
+
+    @classmethod
+    def validate(cls, cfg: DictConfig) -> None:
+        super().validate(cfg)
+        choice("model.aggr", cfg.aggr, AGGR)
+
+    @classmethod
+    def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
+                     num_nodes: int) -> tuple[Tensor, Tensor | None]:
+        if cfg.aggr == "lstm":
+            return sort_edge_index(edge_index, sort_by_row=False), None
+        return edge_index, None

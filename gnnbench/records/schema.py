@@ -1,0 +1,118 @@
+"""The `results.json` record: its version, a new record's fields, and how records written
+by an older version are read today.
+
+How records evolve (also in README): a config key added later gets a default that keeps the
+old behaviour and, if it changes what is measured, an entry in `ADDED_KEYS`; a record
+without the key is read as if it had that default. Records on disk are never rewritten:
+`upgrade` fills in what their version did not know when they are read.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+# 1: records before the version field (up to the reference sweep of 2026-11-30).
+# 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
+SCHEMA_VERSION = 2
+
+# Measured config keys added after version 1: dotted key -> (version that added it, the
+# default that keeps the old behaviour). A record older than the version reads the default.
+ADDED_KEYS: dict[str, tuple[int, object]] = {}
+
+STATUSES = ("ok", "graph_break", "compile_error", "error", "skipped")
+
+
+def new_record(cfg: DictConfig) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "reason": None,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "env": None,
+        "dataset": None,
+        "timing": None,
+        "compile": None,
+        "memory": None,
+        "accuracy": None,
+        "comparison": None,
+        "paired": None,
+        "batching": {"mode": "full"},
+        "cuda_graphs": None,
+        "cuda_graph_audit": None,
+        "epochs": [],
+    }
+
+
+def _get(tree: Mapping, dotted: str) -> tuple[bool, object]:
+    node: object = tree
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _set(tree: dict, dotted: str, value: object) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        tree = tree.setdefault(part, {})
+    tree[last] = copy.deepcopy(value)
+
+
+def upgrade(record: dict) -> dict:
+    """The record as version SCHEMA_VERSION reads it (in place, and returned)."""
+    version = record.setdefault("schema_version", 1)
+    for key, (added_in, default) in ADDED_KEYS.items():
+        if version < added_in and not _get(record["config"], key)[0]:
+            _set(record["config"], key, default)
+    if version < 2:
+        # Version 1 wrote the CUDA graphs a setting asked for, not what the run observed.
+        record.setdefault("cuda_graph_audit", None)
+    return record
+
+
+def leaves(tree: Mapping, prefix: str = "") -> Iterator[tuple[str, object]]:
+    """(dotted key, value) of every leaf; lists are leaves."""
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            yield from leaves(value, f"{dotted}.")
+        else:
+            yield dotted, value
+
+
+def claim_mismatches(recorded: Mapping, composed: Mapping,
+                     ignore: tuple[str, ...] = ()) -> list[str]:
+    """Where a record's config claims something that `composed` (what its command composes
+    today) does not: every key the record has must compose to the same value. Keys the
+    record lacks were added later and are checked by `unregistered_additions`."""
+    out = []
+    for key, value in leaves(recorded):
+        if key.split(".")[0] in ignore:
+            continue
+        present, today = _get(composed, key)
+        if not present:
+            out.append(f"{key}: recorded {value!r}, no longer composed")
+        elif today != value:
+            out.append(f"{key}: recorded {value!r}, composes {today!r} today")
+    return out
+
+
+def unregistered_additions(recorded: Mapping, composed: Mapping, measured: set[str],
+                           ignore: tuple[str, ...] = ()) -> list[str]:
+    """Measured keys composed today that the record lacks and that `ADDED_KEYS` does not
+    declare with the value they compose to (so an old record would be read wrongly)."""
+    out = []
+    for key, value in leaves(composed):
+        if key.split(".")[0] in ignore or _get(recorded, key)[0] or key not in measured:
+            continue
+        declared = ADDED_KEYS.get(key)
+        if declared is None:
+            out.append(f"{key}: added without an ADDED_KEYS entry")
+        elif declared[1] != value:
+            out.append(f"{key}: composes {value!r}, but ADDED_KEYS says old records mean "
+                       f"{declared[1]!r}")
+    return out

@@ -1,0 +1,105 @@
+"""Records on disk: one `results.json` per run folder, written atomically, found by walking
+folders, and searched by setting identity (how a compiled run finds its eager reference,
+and how a sweep knows an eager job would repeat one, without any process memory)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from gnnbench.records import identity
+from gnnbench.records.schema import upgrade
+
+RESULTS_FILE = "results.json"
+CLAIMS_DIR = ".gnnbench-claims"
+
+
+def _finite(value: object) -> object:
+    """JSON has no NaN or Infinity: write them as null rather than as invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write(record: dict, out_dir: Path) -> Path:
+    """Atomic write: a reader never sees half a file, even if the run is killed. The
+    temporary file has a unique name, so concurrent writers never share it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / RESULTS_FILE
+    text = json.dumps(_finite({k: v for k, v in record.items() if not k.startswith("_")}),
+                      indent=2, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS_FILE}.", suffix=".tmp", dir=out_dir)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read(path: Path) -> dict:
+    """One record, as today's schema reads it; `_path` and `_dir` say where it came from."""
+    path = Path(path)
+    path = path / RESULTS_FILE if path.is_dir() else path
+    record = upgrade(json.loads(path.read_text()))
+    record["_path"], record["_dir"] = str(path), str(path.parent)
+    return record
+
+
+def find(folders: Iterable[Path], warn: bool = True) -> list[dict]:
+    """Every readable record under `folders` (each file once), in path order. A file that
+    cannot be read is skipped with a warning naming it: one bad file never hides the rest."""
+    paths = sorted({p.resolve() for folder in folders if Path(folder).is_dir()
+                    for p in Path(folder).rglob(RESULTS_FILE)})
+    records = []
+    for path in paths:
+        try:
+            records.append(read(path))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if warn:
+                print(f"gnnbench: warning: skipping unreadable record {path} "
+                      f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                      file=sys.stderr)
+    return records
+
+
+def eager_references(folders: Iterable[Path], config: dict, device: str) -> list[dict]:
+    """Finished eager runs of the same setting and seed as `config` on `device`, newest last."""
+    key = identity.run_key(config, device)
+    found = [r for r in find(folders, warn=False)
+             if r["status"] == "ok" and r["config"].get("compile") is False
+             and identity.run_key(r["config"], identity.device_type(r)) == key]
+    return sorted(found, key=lambda r: os.stat(r["_path"]).st_mtime)
+
+
+def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
+    """Claim the eager run `key` for `out_dir` within a sweep. Returns None when the claim is
+    ours (new, or made by this very folder before: a re-run), else the folder holding it.
+    An exclusive create, so two jobs starting at once on any launcher cannot both win."""
+    claims = Path(sweep_dir) / CLAIMS_DIR
+    claims.mkdir(parents=True, exist_ok=True)
+    path = claims / key
+    # Written under a unique name, then linked into place: the link fails if the claim
+    # exists, and a reader never sees a claim without its holder.
+    fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
+    with os.fdopen(fd, "w") as f:
+        f.write(str(out_dir))
+    try:
+        os.link(tmp, path)
+        return None
+    except FileExistsError:
+        holder = path.read_text().strip()
+        return None if holder == str(out_dir) else holder
+    finally:
+        os.unlink(tmp)

@@ -1,0 +1,5 @@
+import sys
+
+from gnnbench.report.cli import main
+
+sys.exit(main())

@@ -1,0 +1,26 @@
+"""The Hydra callback that writes a sweep's report when its last job ends, in the process
+that launched the sweep (whichever launcher ran the jobs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from gnnbench.records import store
+from gnnbench.report.cli import write_report
+
+# Set by on_multirun_end, read by the CLI to choose its exit status: the jobs' outcomes come
+# from their records on disk, since a launcher may have run them in other processes.
+LAST_SWEEP: dict = {}
+
+
+class SweepReport(Callback):
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        root = Path(config.hydra.sweep.dir)
+        write_report([root])
+        records = store.find([root], warn=False)
+        LAST_SWEEP.clear()
+        LAST_SWEEP.update(dir=str(root), failed=[r["name"] for r in records
+                                                 if r["status"] not in ("ok", "skipped")])

@@ -1,0 +1,75 @@
+"""`python -m gnnbench.report DIR [DIR ...]` (also `gnnbench report`): the comparison report
+over the records under one or more folders (sweeps, single runs, copies from other hosts)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from pathlib import Path
+
+from gnnbench.records import publish, store
+from gnnbench.report import headline, plots
+from gnnbench.report.markdown import to_markdown
+from gnnbench.report.rows import COLUMNS, build_rows
+
+
+def write_report(folders: list[Path], out: Path | None = None,
+                 log_to_wandb: bool = True) -> list[dict]:
+    """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
+    first folder), from every record under `folders`."""
+    out = Path(out or folders[0])
+    runs = store.find(folders)
+    rows = build_rows(runs)
+    skipped = sum(r["status"] == "skipped" for r in runs)
+    markdown = to_markdown(rows, skipped)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(f"# gnnbench report: {out.name}\n\n{markdown}\n")
+    with open(out / "report.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    plots.speedup_bars(rows, out / "speedup.png")
+    plots.epoch_time_distributions(runs, out / "epoch_times.png")
+    print(markdown)
+    print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png)")
+    if log_to_wandb and runs:
+        cfg = runs[0]["config"]
+        group = cfg["wandb"]["group"] or out.name
+        publish.publish_report(rows, COLUMNS, cfg["wandb"], out, group)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="gnnbench report",
+        description="Compare the runs under run or sweep folders (compiled against eager "
+                    "runs of the same setting, matched across all the folders given).")
+    parser.add_argument("directories", type=Path, nargs="+", metavar="DIR")
+    parser.add_argument("--out", type=Path, help="where to write the report (default: the "
+                                                 "first DIR)")
+    parser.add_argument("--no-wandb", action="store_true", help="do not log the table to W&B")
+    parser.add_argument("--readme", type=Path, metavar="FILE",
+                        help="also write the headline table into FILE, between its "
+                             f"'{headline.START}' and '{headline.END}' lines")
+    args = parser.parse_args(argv)
+    for folder in args.directories:
+        if not folder.is_dir():
+            print(f"gnnbench: error: {folder} is not a directory", file=sys.stderr)
+            return 2
+    if not any(f.rglob(store.RESULTS_FILE) for f in args.directories):
+        print(f"gnnbench: error: no {store.RESULTS_FILE} under "
+              f"{', '.join(map(str, args.directories))}", file=sys.stderr)
+        return 2
+    out = args.out or args.directories[0]
+    rows = write_report(args.directories, out, log_to_wandb=not args.no_wandb)
+    if args.readme:
+        link = os.path.relpath(out / "report.md", args.readme.resolve().parent)
+        try:
+            headline.update_readme(args.readme, headline.to_markdown(rows, link))
+        except (OSError, ValueError) as exc:
+            print(f"gnnbench: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"headline table written into {args.readme}")
+    return 0

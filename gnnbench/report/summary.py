@@ -1,0 +1,55 @@
+"""The few lines a run prints when it ends."""
+
+from __future__ import annotations
+
+from gnnbench.config import variant_label
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:.2f} ms"
+
+
+def _bytes(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:.1f} MiB"
+
+
+def format_summary(result: dict, where: str | None = None) -> str:
+    cfg = result["config"]
+    device = (result.get("env") or {}).get("device") or "n/a"
+    lines = [f"gnnbench {result['name']}: {cfg['model']['name']} on {cfg['dataset']['name']}, "
+             f"{variant_label(cfg)}, device {device} -> status {result['status']}"]
+    if result["reason"]:
+        lines.append(f"  reason: {result['reason']}")
+    t = result.get("timing") or {}
+    if "train_step_s" in t:
+        step, ev = t["train_step_s"], t["eval_s"]
+        unit = "train step" if (result.get("batching") or {}).get("mode") == "full" else \
+            "train epoch"
+        lines.append(f"  {unit}: median {_ms(step['median'])} (IQR {_ms(step['iqr'])}, "
+                     f"n={step['n']} epochs after {t['warmup_epochs']} warm-up); "
+                     f"eval: median {_ms(ev['median'])}")
+        if "sample_s" in t:
+            b = result["batching"]
+            lines.append(f"  per epoch ({b['batches_per_epoch']} batches, {b['sampler']} "
+                         f"sampler): sampling {_ms(t['sample_s']['median'])}, transfer "
+                         f"{_ms(t['transfer_s']['median'])}, compute "
+                         f"{_ms(t['compute_s']['median'])}")
+        first = f"  first epoch: {t['first_epoch_s']:.2f} s"
+        if t.get("compile_overhead_s") is not None:
+            first += f"; compile overhead {t['compile_overhead_s']:.2f} s"
+        lines.append(first)
+    if result.get("compile"):
+        c = result["compile"]
+        lines.append(f"  dynamo: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), "
+                     f"{c['recompiles']} recompilation(s); CUDA graphs: {result['cuda_graphs']}")
+    if result.get("accuracy"):
+        a = result["accuracy"]
+        lines.append(f"  accuracy: test {a['test_at_best_val']:.4f} at best val "
+                     f"{a['best_val']:.4f} (epoch {a['best_epoch']}); final test "
+                     f"{a['final']['test']:.4f}")
+    if result.get("memory"):
+        m = result["memory"]
+        lines.append(f"  peak memory: {_bytes(m['peak_bytes'])} ({m['kind']})")
+    lines.append(f"  wall time {t.get('wall_s', 0):.1f} s"
+                 + (f"; results: {where}" if where else ""))
+    return "\n".join(lines)

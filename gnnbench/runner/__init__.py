@@ -1,0 +1,154 @@
+"""One experiment: validate, load the data, build and (maybe) compile, train, measure,
+record, compare with eager records of the same setting, publish.
+
+Whatever happens, `results.json` is written: a failed run is a result too.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from gnnbench import config, data, models
+from gnnbench.measure import dynamo, memory
+from gnnbench.measure.environment import environment
+from gnnbench.measure.summary import accuracy_summary, timing_summary
+from gnnbench.measure.timer import synchronize
+from gnnbench.records import compare, identity, publish, schema, store
+from gnnbench.runner.progress import Progress
+from gnnbench.training import compilation, sampler
+from gnnbench.training.epochs import Trainer
+
+
+def validate(cfg: DictConfig) -> None:
+    """Every check, each registry checking its own options."""
+    config.validate(cfg)
+    models.validate(cfg.model)
+    data.validate(cfg.dataset)
+    compilation.validate(cfg.compiler)
+    if cfg.train.batching == "neighbor" and cfg.train.sampler == "pyg":
+        config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "
+                       "torch-sparse; choose one of: auto, gnnbench")
+
+
+def _cuda_graph_audit(trainer: Trainer, recorder: dynamo.DynamoRecorder,
+                      device: torch.device) -> dict:
+    """Which CUDA graphs the run really ran under, from what happened, not from its config."""
+    skips = recorder.cudagraph_skips()
+    if skips["skips"] and not skips["reasons"] and device.type != "cuda":
+        # Inductor logs no reason for graphs without CUDA tensors; they cannot be graphed.
+        skips["reasons"] = [f"no CUDA tensors in the graph (the run is on {device.type})"]
+    trees = dynamo.recorded_cudagraph_trees(device)
+    captured = trainer.captured is not None and trainer.captured.captured
+    used = "whole step" if captured else "cudagraph trees" if trees else "none"
+    return {"requested": trainer.requested_cuda_graphs, "used": used,
+            "whole_step_captured": captured, "inductor_recorded_graphs": trees,
+            "inductor_skips": skips["skips"], "inductor_skip_reasons": skips["reasons"]}
+
+
+def _train(cfg: DictConfig, device: torch.device, record: dict,
+           recorder: dynamo.DynamoRecorder | None) -> None:
+    torch.manual_seed(cfg.train.seed)
+    task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
+    record["dataset"] = task.info
+    trainer = Trainer(cfg, task, device)
+    record["batching"] = trainer.batching
+    memory.reset_peak(device)
+    progress = Progress(cfg.train.epochs, label=record["name"])
+    epochs = record["epochs"]
+    try:
+        for epoch in range(cfg.train.epochs):
+            synchronize(device)
+            started = time.perf_counter()
+            row = trainer.epoch(epoch)
+            if recorder is not None:
+                row["recompiles"] = recorder.recompiles()
+                row["recompiles_this_epoch"] = row["recompiles"] - (
+                    epochs[-1]["recompiles"] if epochs else 0)
+            synchronize(device)
+            # The whole epoch as a user's loop would see it, the runner's bookkeeping included.
+            row["epoch_wall_s"] = time.perf_counter() - started
+            epochs.append(row)
+            progress.update(row)
+    finally:
+        progress.close()
+        record["memory"] = memory.peak(device)
+        if recorder is not None:
+            record["compile"] = recorder.snapshot()
+            record["cuda_graph_audit"] = _cuda_graph_audit(trainer, recorder, device)
+            record["cuda_graphs"] = record["cuda_graph_audit"]["used"]
+        else:
+            record["cuda_graphs"] = "none"
+    record["accuracy"] = accuracy_summary(epochs)
+    if len(trainer.variants) > 1:
+        eager = [{k.removeprefix("eager_"): v for k, v in r.items()
+                  if k == "epoch" or k.startswith("eager_")} for r in epochs]
+        record["paired"] = {"accuracy": accuracy_summary(eager),
+                            "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
+                                                     for r in epochs)}
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def skipped_record(cfg: DictConfig, holder: str) -> dict:
+    """A sweep job that would repeat an eager run another job of the sweep makes (`holder`)."""
+    record = schema.new_record(cfg)
+    record.update(name=config.run_name(cfg), status="skipped", env=environment(None),
+                  reason=f"same eager run as {holder}",
+                  timing={"wall_s": 0.0, "compile_overhead_s": None})
+    return record
+
+
+def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
+                   wandb_group: str | None = None) -> dict:
+    """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
+    for a failed run. A compiled run compares itself with the newest eager record of the
+    same setting and seed found under `reference_dirs` (or with its paired twin)."""
+    started = time.perf_counter()
+    record = schema.new_record(cfg)
+    record["name"] = config.run_name(cfg)
+    record["env"] = environment(None)
+    try:
+        validate(cfg)
+        device = config.resolve_device(cfg.train.device)
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        record["env"] = environment(device)
+        with dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
+            _train(cfg, device, record, recorder)
+    except config.ConfigError as exc:
+        record["status"], record["reason"] = "error", str(exc)
+    except Exception as exc:  # a failed run is an outcome: classify it and keep going
+        record["status"], record["reason"] = dynamo.classify_failure(exc) or (
+            "error", _one_line(exc))
+        record["traceback"] = traceback.format_exc()
+    wall_s = time.perf_counter() - started
+    if record["epochs"]:
+        warmup = min(cfg.train.warmup_epochs, len(record["epochs"]) - 1)
+        record["timing"] = timing_summary(record["epochs"], warmup, wall_s, bool(cfg.compile),
+                                          cfg.train.warmup_epochs)
+    else:
+        record["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
+    if record["status"] == "ok" and cfg.compile:
+        if record.get("paired"):
+            record["comparison"] = compare.compare([], [record])
+        else:
+            eager = store.eager_references(reference_dirs, record["config"],
+                                           identity.device_type(record))
+            if eager:
+                record["comparison"] = compare.compare(eager[-1:], [record])
+    store.write(record, out_dir)
+    group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
+    record["wandb_dir"] = publish.publish_to_wandb(
+        record, OmegaConf.to_container(cfg, resolve=True), out_dir, group)
+    store.write(record, out_dir)
+    return record

@@ -1,0 +1,120 @@
+"""How a model or a whole training step is compiled, and the CUDA graphs it may run under.
+With measure/dynamo.py, the only code that touches torch._dynamo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from gnnbench.config import choice, require
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+SCOPES = ("model", "step")
+# Under scope=step, gnnbench captures the whole step in one CUDA graph itself, so Inductor
+# compiles the parts without its own CUDA graphs (cudagraph trees inside a capture would nest).
+_WITHOUT_CUDAGRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+
+def backends(include_internal: bool = False) -> list[str]:
+    """The backends torch.compile accepts; by default without dynamo's debug and
+    experimental ones (such as `relu_compile_error_TESTING_ONLY`)."""
+    import torch._dynamo
+
+    if include_internal:
+        return sorted(torch._dynamo.list_backends(exclude_tags=()))
+    return sorted(torch._dynamo.list_backends())
+
+
+def validate(cfg: DictConfig) -> None:
+    """`cfg` is the `compiler` group; checked whether or not `compile` is true, so a typo
+    never waits for the day it is switched on."""
+    choice("compiler.mode", cfg.mode, MODES)
+    choice("compiler.scope", cfg.scope, SCOPES)
+    choice("compiler.dynamic", cfg.dynamic, (True, False, None))
+    choice("compiler.fullgraph", cfg.fullgraph, (True, False))
+    require(cfg.backend in backends(include_internal=True),
+            f"compiler.backend={cfg.backend!r} is not valid; choose one of: "
+            f"{', '.join(backends())}")
+
+
+def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
+    """`cfg` is the `compiler` group: mode, dynamic, fullgraph, backend."""
+    return torch.compile(model, mode=cfg.mode, dynamic=cfg.dynamic,
+                         fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+
+def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) -> str:
+    """Which CUDA graphs a compiled setting asks for (`cfg` is the `compiler` group):
+    `cudagraph trees` (Inductor's, model scope under a CUDA-graph mode), `whole step`
+    (scope=step under such a mode, full batch: gnnbench captures the step itself), or
+    `none`. Mini-batches change shape every batch, so a captured step could not be
+    replayed there and the compiled parts run without CUDA graphs. What a run actually
+    got is observed separately (Inductor's counters, `CapturedStep.captured`)."""
+    if device.type != "cuda" or cfg.mode not in _WITHOUT_CUDAGRAPHS:
+        return "none"
+    if cfg.scope == "model":
+        return "cudagraph trees"
+    return "whole step" if batching == "full" else "none"
+
+
+def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
+                       cfg: DictConfig) -> tuple[Callable, Callable]:
+    """The parts of `compiler.scope=step`: forward and loss as one graph (no host sync: the
+    loss indexes with tensors) and the optimizer step. CUDA graphs, if the mode asks for
+    them, come from `CapturedStep` around the whole step, never from Inductor here."""
+    # Gradients exist before the first step and are zeroed in place after, so a captured
+    # step (and the compiled optimizer's guards) always see the same tensors.
+    for group in optimizer.param_groups:
+        for parameter in group["params"]:
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
+    mode = _WITHOUT_CUDAGRAPHS.get(cfg.mode, cfg.mode)
+    compiled_loss = torch.compile(loss_fn, mode=mode, dynamic=cfg.dynamic,
+                                  fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+    @torch.compile(mode=mode, fullgraph=False, backend=cfg.backend)
+    def optimizer_step() -> None:
+        optimizer.step()
+
+    return compiled_loss, optimizer_step
+
+
+class CapturedStep:
+    """One training step (forward, loss, backward, optimizer) replayed as one CUDA graph:
+    one launch instead of dozens, which is what bounds a small graph's step (Cora's GPU is
+    idle ~90 % of an uncaptured step). Every call is one real training step: the first
+    `warmup` calls run normally on a side stream (compilation, cuBLAS and autograd set-up
+    happen there); the next captures the step and replays it; later calls replay.
+
+    The returned loss is the graph's own output: read it before the next call.
+    """
+
+    def __init__(self, step: Callable[[], torch.Tensor], warmup: int = 3) -> None:
+        self._step, self._warmup, self._calls = step, warmup, 0
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._loss: torch.Tensor | None = None
+
+    @property
+    def captured(self) -> bool:
+        """Whether the step really runs as a captured graph (observed, not configured)."""
+        return self._graph is not None
+
+    def __call__(self) -> torch.Tensor:
+        if self._graph is None and self._calls < self._warmup:
+            self._calls += 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                loss = self._step()
+            torch.cuda.current_stream().wait_stream(side)
+            return loss
+        if self._graph is None:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self._loss = self._step()
+            self._graph = graph
+        self._graph.replay()
+        return self._loss
