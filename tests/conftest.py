@@ -84,3 +84,17 @@ def run(tmp_path, data_dir, mirror):
         return run_experiment(cfg, tmp_path / f"run{len(list(tmp_path.iterdir()))}")
 
     return _run
+
+
+@pytest.fixture
+def run_in(tmp_path):
+    """Like `run`, with a data_dir of the test's own (tmp_path/data, empty at first), for
+    tests that damage or race on the cache; `out=` names the run's folder."""
+    count = iter(range(1000))
+
+    def _run(*overrides: str, out: Path | None = None) -> dict:
+        cfg = make_config([f"data_dir={tmp_path / 'data'}", "train.device=cpu",
+                           "train.warmup_epochs=1", "wandb.mode=disabled", *overrides])
+        return run_experiment(cfg, out or tmp_path / f"run{next(count)}")
+
+    return _run

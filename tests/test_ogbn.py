@@ -177,7 +177,8 @@ def test_incomplete_mirror_names_missing_file(dataset, tmp_path, drop, no_networ
     message = str(err.value)
     assert "\n" not in message
     assert str(missing) in message and "data_mirror=" in message
-    assert not (tmp_path / "data").exists()  # failed before copying anything
+    # Failed before copying anything (only the cache's lock file is there).
+    assert not (tmp_path / "data" / name.replace("-", "_")).exists()
 
 
 def test_mirror_without_dataset_dir(tmp_path):
@@ -240,7 +241,9 @@ def test_download_goes_through_ogb_url_without_prompt(name, tmp_path, monkeypatc
     assert torch.equal(parts["x"], graph["x"]) and torch.equal(parts["y"], graph["y"])
     dataset_dir = data_dir / name.replace("-", "_")
     assert (dataset_dir / "mapping" / "README.md").is_file()
-    assert sorted(p.name for p in data_dir.iterdir()) == [name.replace("-", "_")]
+    # The staging folder is gone: only the dataset (and the cache's lock file) remain.
+    assert sorted(p.name for p in data_dir.iterdir() if not p.name.endswith(".lock")) == [
+        name.replace("-", "_")]
 
 
 def test_writer_accepts_ogb_split_names_and_node_files(tmp_path):

@@ -16,6 +16,7 @@ def main() -> None:
 
         sys.exit(report_main(sys.argv[2:]))
     from gnnbench import config
+    from gnnbench.runner import interrupts
 
     try:
         config.check_group_overrides(sys.argv[1:])
@@ -25,6 +26,11 @@ def main() -> None:
     from gnnbench.cli import app
     from gnnbench.report import callback
 
-    app.job()
+    interrupts.install()
+    try:
+        app.job()
+    except interrupts.Interrupted as exc:  # a second signal outside a run: stop now
+        print(f"gnnbench: stopped by {exc.args[0]}", file=sys.stderr)
+        sys.exit(interrupts.exit_code(exc.signum))
     if app.failed_runs or callback.LAST_SWEEP.get("failed"):
         sys.exit(1)

@@ -1,18 +1,22 @@
 """The Hydra entry point: one job of a run or a sweep. Everything a job needs from other jobs
-(its eager reference, whether it repeats an eager job) comes from records on disk, so any
-Hydra launcher can run the jobs, in any order, in any process or on any host."""
+(its eager reference, whether it repeats an eager job, whether it already ran) comes from
+records on disk, so any Hydra launcher can run the jobs, in any order, in any process or on
+any host, and a sweep re-run into its folder resumes."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import config
+from gnnbench.records import identity, store
+from gnnbench.runner import interrupts
 
 config.register_resolvers()
 # Runs of this process that did not end ok (a single run, or a sweep under the basic
@@ -24,15 +28,12 @@ def _skip_if_repeat(cfg: DictConfig, out_dir: Path, sweep_dir: Path) -> bool:
     """An eager job whose setting and seed another job of this sweep already measures (a
     sweep crossing compile=false,true with compiler.* repeats its eager jobs) is recorded as
     skipped instead of trained again."""
-    from gnnbench.records import identity, store
     from gnnbench.runner import skipped_record
 
     try:
         device = config.resolve_device(cfg.train.device).type
     except config.ConfigError:
         return False  # the run itself reports the bad device
-    from omegaconf import OmegaConf
-
     key = identity.run_key(OmegaConf.to_container(cfg, resolve=True), device)
     holder = store.claim(sweep_dir, key, out_dir)
     if holder is None:
@@ -40,6 +41,44 @@ def _skip_if_repeat(cfg: DictConfig, out_dir: Path, sweep_dir: Path) -> bool:
     store.write(skipped_record(cfg, holder), out_dir)
     print(f"gnnbench: skipped {out_dir.name}: same eager run as {holder}", flush=True)
     return True
+
+
+def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
+    """Resuming: a job whose folder holds a final record is kept, not run again (nor logged
+    to W&B again), unless `rerun=true`."""
+    path = out_dir / store.RESULTS_FILE
+    if cfg.get("rerun") or not path.is_file():
+        return False
+    try:
+        record = store.read(path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # unreadable: run it again, which rewrites it
+    if not store.is_final(record):
+        return False
+    print(f"gnnbench: kept {out_dir.name}: already {record['status']} "
+          "(rerun=true runs it again)", flush=True)
+    return True
+
+
+def resume_command(sweep_dir: Path) -> str:
+    args = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
+    return shlex.join(["python", "-m", "gnnbench", *args, f"hydra.sweep.dir={sweep_dir}"])
+
+
+def stop_sweep(sweep_dir: Path, why: str, code: int) -> None:
+    """End a sweep early and cleanly: a report of what finished, and how to resume."""
+    from gnnbench.report.cli import write_report
+
+    print(f"gnnbench: sweep stopped: {why}; the jobs with records:", file=sys.stderr)
+    for record in store.find([sweep_dir], warn=False):
+        print(f"  {record['status']:12s} {record['_dir']}", file=sys.stderr)
+    try:
+        write_report([sweep_dir], log_to_wandb=False)
+    except OSError as exc:
+        print(f"gnnbench: error: the report could not be written either ({exc})",
+              file=sys.stderr)
+    print(f"gnnbench: to resume, run: {resume_command(sweep_dir)}", file=sys.stderr, flush=True)
+    sys.exit(code)
 
 
 @hydra.main(config_path=str(config.CONF_DIR), config_name="config", version_base=None)
@@ -51,14 +90,34 @@ def job(cfg: DictConfig) -> None:
     out_dir = Path(hydra_cfg.runtime.output_dir)
     sweeping = hydra_cfg.mode == RunMode.MULTIRUN
     sweep_dir = Path(hydra_cfg.sweep.dir).resolve() if sweeping else None
+    signum = interrupts.requested()
+    if signum is not None:  # a signal arrived between jobs: start no more
+        stop_sweep(sweep_dir, f"{interrupts.name(signum)} before {out_dir.name}",
+                   interrupts.exit_code(signum))
+    if _already_final(cfg, out_dir):
+        return
     if sweeping and cfg.compile is False and _skip_if_repeat(cfg, out_dir, sweep_dir):
         return
     # Where eager references are looked for: this sweep (a single run: the folder of its
     # run folders), and any folders the user names.
     search = [sweep_dir or out_dir.parent, *map(Path, cfg.get("reference_dirs") or [])]
     group = cfg.wandb.group or (sweep_dir.name if sweeping else None)
-    result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group)
+    try:
+        result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group)
+    except store.WriteError as exc:
+        print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
+        if sweeping:
+            stop_sweep(sweep_dir, f"{out_dir.name} could not record its result", 1)
+        sys.exit(1)
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
+    if result["status"] == "interrupted":
+        signum = interrupts.requested() or 2
+        if sweeping:
+            stop_sweep(sweep_dir, f"{interrupts.name(signum)} during {out_dir.name}",
+                       interrupts.exit_code(signum))
+        print(f"gnnbench: {result['reason']}; results: {out_dir / 'results.json'}",
+              file=sys.stderr)
+        sys.exit(interrupts.exit_code(signum))
     if result["status"] != "ok":
         failed_runs.append(result["name"])
         if not sweeping:

@@ -6,6 +6,7 @@ an editable checkout and an installed wheel (which holds a copy) read them from 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -33,12 +34,23 @@ def _run_name_of_root(*, _root_: DictConfig) -> str:
     return run_name(_root_)
 
 
+def unique_tag(overrides: str = "") -> str:
+    """What keeps two runs started in the same second apart in their folder names: a short
+    digest of their overrides (train.lr=0.01 vs 0.5) and the process id (the same command
+    started twice at once)."""
+    digest = hashlib.sha1(str(overrides).encode()).hexdigest()[:6]
+    return f"{digest}-{os.getpid()}" if overrides else str(os.getpid())
+
+
 def register_resolvers() -> None:
     """Idempotent: the Hydra entry point, tests and benchmarks all call it."""
     if not OmegaConf.has_resolver("gnnbench_project_dir"):
         OmegaConf.register_new_resolver("gnnbench_project_dir", project_dir)
     if not OmegaConf.has_resolver("gnnbench_run_name"):
         OmegaConf.register_new_resolver("gnnbench_run_name", _run_name_of_root)
+    if not OmegaConf.has_resolver("gnnbench_unique"):
+        # Cached: a run's folder name is resolved more than once and must not change.
+        OmegaConf.register_new_resolver("gnnbench_unique", unique_tag, use_cache=True)
 
 
 def compose_config(overrides: list[str]) -> DictConfig:

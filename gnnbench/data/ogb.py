@@ -11,7 +11,6 @@ fetched by this module itself, without a size prompt, or reported as a `ConfigEr
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import zipfile
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from gnnbench.config import ConfigError
+from gnnbench.data import cache
 
 OGB_DATASETS = ("ogbn-arxiv", "ogbn-products")
 SPLIT_NAMES = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file names
@@ -91,10 +91,7 @@ def _copy_dataset(src: Path, dst: Path, release: str) -> None:
         target = dst / path.relative_to(src)
         if target.is_file():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"{target.name}.part{os.getpid()}")
-        shutil.copyfile(path, partial)
-        os.replace(partial, target)
+        cache.atomic_copy(path, target)
 
 
 def _copy_from_mirror(name: str, meta: Mapping[str, str], mirror: str, root: Path) -> None:
@@ -155,6 +152,13 @@ def ogb_accuracy(name: str) -> Callable[[Tensor, Tensor], float]:
     return accuracy
 
 
+def _dataset(name: str, data_dir: Path, meta: Mapping[str, str], root: Path):
+    from ogb.nodeproppred import PygNodePropPredDataset
+
+    return PygNodePropPredDataset(name, root=str(data_dir),
+                                  meta_dict={**meta, "dir_path": str(root)})
+
+
 def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -> dict:
     """Load an OGB node-classification dataset with ogb's `PygNodePropPredDataset`.
 
@@ -162,25 +166,33 @@ def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -
     `<mirror>/<ogbn_name>/` is checked and copied there first; without one, a cache that is
     not complete is downloaded (ConfigError when that fails). Returns x, y (1-D), edge_index
     (symmetrised when `undirected`), splits {train, val, test}, num_classes, accuracy, info."""
-    from ogb.nodeproppred import PygNodePropPredDataset
     from torch_geometric.utils import to_undirected
 
     meta = ogb_meta(name)
     root = Path(data_dir) / dir_name(name)
-    if mirror is not None:
-        _copy_from_mirror(name, meta, str(mirror), root)
-    cached = (root / PROCESSED_FILE).is_file()
-    if _first_missing(root, required_files(meta, processed=cached)) is not None:
-        _download(name, meta, root)
-    # Every file ogb reads now exists, RELEASE_v1.txt included: ogb neither downloads nor
-    # prompts. Check again in case the archive itself lacked something.
-    missing = _first_missing(root, required_files(meta, processed=cached))
-    if missing is not None:
-        raise ConfigError(f"{name} in {root} is incomplete: {missing} is missing")
-
-    allow_pyg_pickles()
-    dataset = PygNodePropPredDataset(name, root=str(data_dir),
-                                     meta_dict={**meta, "dir_path": str(root)})
+    with cache.locked(Path(data_dir), dir_name(name)):
+        if mirror is not None:
+            _copy_from_mirror(name, meta, str(mirror), root)
+        cached = (root / PROCESSED_FILE).is_file()
+        if _first_missing(root, required_files(meta, processed=cached)) is not None:
+            _download(name, meta, root)
+        # Every file ogb reads now exists, RELEASE_v1.txt included: ogb neither downloads
+        # nor prompts. Check again in case the archive itself lacked something.
+        missing = _first_missing(root, required_files(meta, processed=cached))
+        if missing is not None:
+            raise ConfigError(f"{name} in {root} is incomplete: {missing} is missing")
+        allow_pyg_pickles()
+        try:
+            dataset = _dataset(name, data_dir, meta, root)
+        except Exception as exc:
+            if not cached:
+                raise
+            cache.warn(f"{root / PROCESSED_FILE} could not be read ({type(exc).__name__}); "
+                       f"processing {name} again from its raw files")
+            shutil.rmtree(root / "processed", ignore_errors=True)
+            if _first_missing(root, required_files(meta)) is not None:
+                _download(name, meta, root)
+            dataset = _dataset(name, data_dir, meta, root)
     data = dataset[0]
     split = dataset.get_idx_split()
     edge_index = data.edge_index

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
+from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
 
 
@@ -90,50 +93,90 @@ def random_split(num_nodes: int, train_fraction: float, val_fraction: float,
             "test": perm[n_train + n_val:].sort().values}
 
 
+def _fingerprint(cfg: DictConfig, device: torch.device) -> str:
+    """What a cache file was generated from: its parameters and the generator's device type
+    (CPU and CUDA random streams differ, so the same seed gives a different graph on each).
+    `_target_` names the loader, not the graph: it stays out, as before datasets had one."""
+    params = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
+              if not k.startswith("_")}
+    return f"{json.dumps(params, sort_keys=True)}|{device.type}"
+
+
 def _cache_path(cfg: DictConfig, data_dir: Path, device: torch.device) -> Path:
-    """One file per parameter set and generator device (CPU and CUDA random streams
-    differ, so the same seed gives a different graph on each)."""
-    # `_target_` names the loader, not the graph: it stays out of the key, as it did
-    # before datasets had one.
-    params = json.dumps({k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
-                         if not k.startswith("_")}, sort_keys=True)
-    key = hashlib.sha1(f"{params}|{device.type}".encode()).hexdigest()[:12]
+    key = hashlib.sha1(_fingerprint(cfg, device).encode()).hexdigest()[:12]
     return data_dir / "synthetic" / f"{cfg.name}-{device.type}-{key}.pt"
+
+
+def _read_cache(path: Path, fingerprint: str, device: torch.device) -> dict | None:
+    """The cached graph, or None (with one warning naming the file) when the file is
+    unreadable or was generated from other parameters: it is then generated again."""
+    try:
+        parts = torch.load(path, map_location=device, weights_only=True)
+        if not isinstance(parts, dict) or parts.get("fingerprint") != fingerprint:
+            raise ValueError("generated from other parameters")
+    except Exception as exc:  # truncated, garbage, or another graph: never trusted
+        first = (str(exc).strip().splitlines() or [""])[0][:120]
+        cache.warn(f"cache file {path} is unusable ({type(exc).__name__}: {first}); "
+                   "generating the graph again")
+        return None
+    parts.pop("fingerprint")
+    return parts
+
+
+def _generate(cfg: DictConfig, device: torch.device) -> tuple[dict, float]:
+    started = time.perf_counter()
+    parts = generate_graph(cfg.num_nodes, cfg.num_edges, cfg.num_features, cfg.num_classes,
+                           cfg.homophily, cfg.feature_signal, cfg.power_law, cfg.seed, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    generate_s = time.perf_counter() - started
+    if cfg.split == "planetoid":
+        parts["splits"] = planetoid_style_split(parts["y"], cfg.num_classes,
+                                                cfg.train_per_class, cfg.num_val,
+                                                cfg.num_test, cfg.seed)
+    else:
+        parts["splits"] = random_split(cfg.num_nodes, cfg.train_fraction, cfg.val_fraction,
+                                       cfg.seed)
+    return parts, generate_s
+
+
+def _write_cache(path: Path, parts: dict, fingerprint: str) -> None:
+    """A unique temporary name, then a rename: concurrent runs never clash, and a reader
+    never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        torch.save({"fingerprint": fingerprint,
+                    **{k: (v.cpu() if isinstance(v, Tensor) else
+                           {s: i.cpu() for s, i in v.items()}) for k, v in parts.items()}}, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dict:
     """Generate once per parameter set, then reuse the cached file (a sweep generates each
-    graph once). Generation time and size are reported in `info`."""
+    graph once, and concurrent runs wait for the one generating it). Generation time and
+    size are reported in `info`."""
     path = _cache_path(cfg, data_dir, device)
+    fingerprint = _fingerprint(cfg, device)
     info: dict = {"source": "synthetic", "generated_on": device.type, "cache_file": str(path)}
-    if path.is_file():
+    with cache.locked(data_dir, f"synthetic-{path.stem}"):
         started = time.perf_counter()
-        parts = torch.load(path, map_location=device, weights_only=True)
-        info.update(from_cache=True, cache_load_s=time.perf_counter() - started)
-    else:
-        started = time.perf_counter()
-        parts = generate_graph(cfg.num_nodes, cfg.num_edges, cfg.num_features,
-                               cfg.num_classes, cfg.homophily, cfg.feature_signal,
-                               cfg.power_law, cfg.seed, device)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        generate_s = time.perf_counter() - started
-        if cfg.split == "planetoid":
-            parts["splits"] = planetoid_style_split(parts["y"], cfg.num_classes,
-                                                    cfg.train_per_class, cfg.num_val,
-                                                    cfg.num_test, cfg.seed)
+        parts = _read_cache(path, fingerprint, device) if path.is_file() else None
+        if parts is not None:
+            info.update(from_cache=True, cache_load_s=time.perf_counter() - started)
         else:
-            parts["splits"] = random_split(cfg.num_nodes, cfg.train_fraction,
-                                           cfg.val_fraction, cfg.seed)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({k: (v.cpu() if isinstance(v, Tensor) else
-                        {s: i.cpu() for s, i in v.items()}) for k, v in parts.items()}, tmp)
-        tmp.replace(path)
-        info.update(from_cache=False, generate_s=generate_s)
+            parts, generate_s = _generate(cfg, device)
+            try:
+                _write_cache(path, parts, fingerprint)
+            except PermissionError as exc:
+                raise cache.not_writable(data_dir, exc) from exc
+            info.update(from_cache=False, generate_s=generate_s)
     info["bytes"] = path.stat().st_size
     return {**parts, "num_classes": cfg.num_classes, "info": info}
-
 
 def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
     """The dataset registry's entry point (`_target_` of conf/dataset/synthetic*.yaml): a

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 # Top-level config keys that say where things are or how they are reported, not what is
 # measured. A new key is part of a setting unless it is listed here.
-NOT_MEASURED = ("data_dir", "data_mirror", "reference_dirs", "wandb")
+NOT_MEASURED = ("data_dir", "data_mirror", "reference_dirs", "rerun", "wandb")
 # The variant (how the setting is compiled) and the run (seed), not the setting.
 VARIANT_KEYS = ("compile", "compiler")
 # train.device: its type is part of the setting, its index is not (the type comes from

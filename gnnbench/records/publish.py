@@ -77,17 +77,30 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str 
     try:
         import wandb
 
-        run = wandb.init(
-            project=settings["project"], entity=settings["entity"], group=group,
-            job_type=settings["job_type"], name=result["name"], dir=str(out_dir), mode=mode,
-            tags=[cfg["model"]["name"], cfg["dataset"]["name"],
-                  variant_slug(cfg),
-                  str(result["env"].get("device") or "unknown").split(":")[0],
-                  *settings["tags"]],
-            config={**cfg, "env": result["env"]},
-            settings=wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True,
-                                    console="off"),
-        )
+        def start(mode: str):
+            return wandb.init(
+                project=settings["project"], entity=settings["entity"], group=group,
+                job_type=settings["job_type"], name=result["name"], dir=str(out_dir),
+                mode=mode, tags=[cfg["model"]["name"], cfg["dataset"]["name"],
+                                 variant_slug(cfg),
+                                 str(result["env"].get("device") or "unknown").split(":")[0],
+                                 *settings["tags"]],
+                config={**cfg, "env": result["env"]},
+                settings=wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True,
+                                        console="off"),
+            )
+
+        try:
+            run = start(mode)
+        except Exception as exc:
+            if mode != "online":
+                raise
+            # No server (or no network): keep the run, offline, to upload later.
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+            print(f"gnnbench: warning: W&B could not start online ({type(exc).__name__}: "
+                  f"{first}); logging this run offline instead", file=sys.stderr)
+            mode = "offline"
+            run = start(mode)
         try:
             run.define_metric("epoch")
             run.define_metric("*", step_metric="epoch")

@@ -22,7 +22,8 @@ SCHEMA_VERSION = 2
 # default that keeps the old behaviour). A record older than the version reads the default.
 ADDED_KEYS: dict[str, tuple[int, object]] = {}
 
-STATUSES = ("ok", "graph_break", "compile_error", "error", "skipped")
+STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
+            "skipped")
 
 
 def new_record(cfg: DictConfig) -> dict:

@@ -19,6 +19,21 @@ RESULTS_FILE = "results.json"
 CLAIMS_DIR = ".gnnbench-claims"
 
 
+class WriteError(OSError):
+    """A record could not be written (a full disk, an unwritable folder): the message names
+    the file and the cause in one line."""
+
+
+def is_final(record: dict) -> bool:
+    """Whether re-running the job would only repeat this outcome: ok, skipped, and failures
+    that the setting itself causes. Interrupted runs, out-of-memory (another process may have
+    held the memory) and unexpected errors (they carry a traceback) are run again."""
+    status = record.get("status")
+    if status in ("ok", "skipped", "graph_break", "compile_error", "diverged"):
+        return True
+    return status == "error" and "traceback" not in record
+
+
 def _finite(value: object) -> object:
     """JSON has no NaN or Infinity: write them as null rather than as invalid JSON."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -32,19 +47,25 @@ def _finite(value: object) -> object:
 
 def write(record: dict, out_dir: Path) -> Path:
     """Atomic write: a reader never sees half a file, even if the run is killed. The
-    temporary file has a unique name, so concurrent writers never share it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    temporary file has a unique name, so concurrent writers never share it, and it never
+    outlives a failed write (a full disk leaves the previous record, or none)."""
     path = out_dir / RESULTS_FILE
     text = json.dumps(_finite({k: v for k, v in record.items() if not k.startswith("_")}),
                       indent=2, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS_FILE}.", suffix=".tmp", dir=out_dir)
+    tmp = None
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS_FILE}.", suffix=".tmp", dir=out_dir)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        error = WriteError(f"cannot write {path} ({exc.strerror or exc})")
+        error.errno = exc.errno
+        raise error from exc
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
     return path
 
 

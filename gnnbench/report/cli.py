@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from gnnbench.records import publish, store
+from gnnbench.records import publish, store, sweep
 from gnnbench.report import headline, plots
 from gnnbench.report.markdown import to_markdown
 from gnnbench.report.rows import COLUMNS, build_rows
@@ -23,7 +23,7 @@ def write_report(folders: list[Path], out: Path | None = None,
     runs = store.find(folders)
     rows = build_rows(runs)
     skipped = sum(r["status"] == "skipped" for r in runs)
-    markdown = to_markdown(rows, skipped)
+    markdown = to_markdown(rows, skipped) + completeness(folders, runs)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(f"# gnnbench report: {out.name}\n\n{markdown}\n")
     with open(out / "report.csv", "w", newline="") as f:
@@ -39,6 +39,21 @@ def write_report(folders: list[Path], out: Path | None = None,
         group = cfg["wandb"]["group"] or out.name
         publish.publish_report(rows, COLUMNS, cfg["wandb"], out, group)
     return rows
+
+
+def completeness(folders: list[Path], runs: list[dict]) -> str:
+    """A warning section for sweeps with jobs that left no record or were interrupted."""
+    lines = []
+    for p in sweep.progress(folders, runs):
+        if not (p["missing"] or p["interrupted"]):
+            continue
+        lines.append(f"\n**Sweep incomplete: {p['sweep']}** ({p['planned']} jobs planned; "
+                     f"{len(p['missing'])} without a record, {len(p['interrupted'])} "
+                     "interrupted). Re-run its command with `hydra.sweep.dir=` that folder to "
+                     "finish it; jobs with a final record are kept.\n")
+        lines += [f"- no record: job {job}" for job in p["missing"]]
+        lines += [f"- interrupted: job {job}" for job in p["interrupted"]]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ Whatever happens, `results.json` is written: a failed run is a result too.
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Iterable
@@ -21,6 +22,7 @@ from gnnbench.measure.environment import environment
 from gnnbench.measure.summary import accuracy_summary, timing_summary
 from gnnbench.measure.timer import synchronize
 from gnnbench.records import compare, identity, publish, schema, store
+from gnnbench.runner import interrupts
 from gnnbench.runner.progress import Progress
 from gnnbench.training import compilation, sampler
 from gnnbench.training.epochs import Trainer
@@ -52,6 +54,14 @@ def _cuda_graph_audit(trainer: Trainer, recorder: dynamo.DynamoRecorder,
             "inductor_skips": skips["skips"], "inductor_skip_reasons": skips["reasons"]}
 
 
+def _non_finite_loss(row: dict) -> str | None:
+    for key in ("loss", "eager_loss"):
+        value = row.get(key)
+        if value is not None and not math.isfinite(value):
+            return f"non-finite {'eager twin ' if key == 'eager_loss' else ''}loss ({value})"
+    return None
+
+
 def _train(cfg: DictConfig, device: torch.device, record: dict,
            recorder: dynamo.DynamoRecorder | None) -> None:
     torch.manual_seed(cfg.train.seed)
@@ -76,6 +86,20 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
             row["epoch_wall_s"] = time.perf_counter() - started
             epochs.append(row)
             progress.update(row)
+            # Checked between epochs, outside the timed regions: the loss is read anyway.
+            bad = _non_finite_loss(row)
+            if bad:
+                record["status"], record["reason"] = "diverged", f"{bad} at epoch {epoch}"
+                break
+            signum = interrupts.requested()
+            if signum is not None and epoch + 1 < cfg.train.epochs:
+                record["status"] = "interrupted"
+                record["reason"] = (f"{interrupts.name(signum)} after epoch {epoch + 1} of "
+                                    f"{cfg.train.epochs}")
+                break
+        if record["status"] == "ok" and not trainer.parameters_finite():
+            record["status"] = "diverged"
+            record["reason"] = f"non-finite parameters after epoch {len(epochs) - 1}"
     finally:
         progress.close()
         record["memory"] = memory.peak(device)
@@ -85,13 +109,24 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
             record["cuda_graphs"] = record["cuda_graph_audit"]["used"]
         else:
             record["cuda_graphs"] = "none"
-    record["accuracy"] = accuracy_summary(epochs)
+        if epochs:
+            record["accuracy"] = accuracy_summary(epochs)
     if len(trainer.variants) > 1:
         eager = [{k.removeprefix("eager_"): v for k, v in r.items()
                   if k == "epoch" or k.startswith("eager_")} for r in epochs]
         record["paired"] = {"accuracy": accuracy_summary(eager),
                             "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
                                                      for r in epochs)}
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """CUDA running out of memory, also when a compiler wrapped it in its own error."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, torch.OutOfMemoryError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _one_line(exc: BaseException) -> str:
@@ -117,6 +152,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     record = schema.new_record(cfg)
     record["name"] = config.run_name(cfg)
     record["env"] = environment(None)
+    stopped_at_once: BaseException | None = None
     try:
         validate(cfg)
         device = config.resolve_device(cfg.train.device)
@@ -127,9 +163,19 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             _train(cfg, device, record, recorder)
     except config.ConfigError as exc:
         record["status"], record["reason"] = "error", str(exc)
+    except (interrupts.Interrupted, KeyboardInterrupt) as exc:
+        # A second signal (or Ctrl-C without gnnbench's handler): save what is there, now.
+        stopped_at_once = exc
+        what = exc.args[0] if isinstance(exc, interrupts.Interrupted) else "SIGINT"
+        record["status"] = "interrupted"
+        record["reason"] = (f"{what}: stopped at once during epoch {len(record['epochs'])} "
+                            f"of {cfg.train.epochs}")
     except Exception as exc:  # a failed run is an outcome: classify it and keep going
-        record["status"], record["reason"] = dynamo.classify_failure(exc) or (
-            "error", _one_line(exc))
+        if _out_of_memory(exc):
+            record["status"], record["reason"] = "oom", _one_line(exc)
+        else:
+            record["status"], record["reason"] = dynamo.classify_failure(exc) or (
+                "error", _one_line(exc))
         record["traceback"] = traceback.format_exc()
     wall_s = time.perf_counter() - started
     if record["epochs"]:
@@ -147,6 +193,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             if eager:
                 record["comparison"] = compare.compare(eager[-1:], [record])
     store.write(record, out_dir)
+    if stopped_at_once is not None:  # asked to stop now: no W&B, and the caller sees it
+        if isinstance(stopped_at_once, KeyboardInterrupt):
+            raise stopped_at_once
+        return record
     group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
     record["wandb_dir"] = publish.publish_to_wandb(
         record, OmegaConf.to_container(cfg, resolve=True), out_dir, group)

@@ -63,6 +63,15 @@ class Trainer:
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
 
+    def parameters_finite(self) -> bool:
+        """Whether every parameter of every variant is finite: one fused norm per variant
+        and one read, so it is checked at the end of a run, not inside timed epochs."""
+        for v in self.variants:
+            params = [p.detach() for p in v.model.parameters()]
+            if params and not torch.stack(torch._foreach_norm(params)).isfinite().all():
+                return False
+        return True
+
     def _whole_step(self, model: models.GNN, optimizer: torch.optim.Optimizer) -> Callable:
         """scope=step: forward+loss and Adam compiled; on CUDA with a full batch under a
         CUDA-graph mode, the whole step captured as one graph."""

@@ -1,0 +1,83 @@
+"""The dataset cache (`data_dir`) as several processes share it: one process at a time
+prepares a dataset (a file lock), every file appears whole or not at all (unique temporary
+names, then a rename), and what a later run finds is checked before it is trusted."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from gnnbench.config import ConfigError
+
+LOCK_TIMEOUT_S = 1800.0  # another process generating products-size data takes minutes
+
+
+def warn(message: str) -> None:
+    print(f"gnnbench: warning: {message}", file=sys.stderr, flush=True)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The id git gives a file's content: how a file is checked when only its repository
+    id is published."""
+    data = Path(path).read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def not_writable(data_dir: Path, exc: OSError) -> ConfigError:
+    return ConfigError(f"data_dir={str(data_dir)!r} is not writable ({exc.strerror or exc}); "
+                       "point data_dir at a writable folder")
+
+
+@contextlib.contextmanager
+def locked(data_dir: Path, name: str) -> Iterator[None]:
+    """Hold `<data_dir>/.<name>.lock` while a dataset is copied, generated or processed.
+    The lock is the kernel's (flock): it is released if its holder dies. A read-only cache
+    (a shared, finished one) is used without a lock: nothing will be written to it, and a
+    write it turns out to need fails with a clear error."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(data_dir / f".{name}.lock"), timeout=LOCK_TIMEOUT_S)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except Timeout as exc:
+        raise ConfigError(f"another process has held {data_dir}/.{name}.lock for "
+                          f"{LOCK_TIMEOUT_S:.0f} s; is a run stuck preparing {name}?") from exc
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EROFS, errno.EPERM) or not data_dir.is_dir():
+            raise not_writable(data_dir, exc) from exc
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def atomic_copy(src: Path, dst: Path) -> None:
+    """Copy `src` to `dst` so that `dst` is never seen half-written; copyfile, not copy, so a
+    read-only source's permission bits are not carried over."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

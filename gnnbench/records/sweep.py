@@ -1,0 +1,80 @@
+"""Which jobs a sweep was asked to run, and which of them left a record, so a report can say
+that a sweep is incomplete instead of "2/2 ok" when 3 of 5 jobs never finished.
+
+The jobs come from the `multirun.yaml` Hydra writes into a sweep folder when it starts: its
+sweeper's params and the command line's overrides, crossed as Hydra's basic sweeper crosses
+them. A job counts as done when some job folder under the report's folders ran with (at
+least) its overrides, so a job re-run into another folder still counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gnnbench.records.identity import NOT_MEASURED
+
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _measured(overrides: list[str]) -> frozenset[str]:
+    return frozenset(o for o in overrides if _key(o).split(".")[0] not in NOT_MEASURED)
+
+
+def planned_jobs(multirun: Path) -> list[list[str]] | None:
+    """Each job's overrides, in Hydra's job order; None for sweepers other than the basic one
+    (their jobs are not known in advance)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    hydra_cfg = (yaml.safe_load(multirun.read_text()) or {}).get("hydra", {})
+    sweeper = hydra_cfg.get("sweeper") or {}
+    if sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+    task = list((hydra_cfg.get("overrides") or {}).get("task") or [])
+    try:
+        overrides = OverridesParser.create().parse_overrides(params + task)
+        batches = BasicSweeper.split_arguments(overrides, None)
+    except Exception:  # a sweep over glob(), ranges of another kind...: unknown, not wrong
+        return None
+    return [job for batch in batches for job in batch]
+
+
+def _job_overrides(folders: list[Path]) -> dict[Path, frozenset[str]]:
+    found = {}
+    for folder in folders:
+        for path in [*folder.rglob(".hydra/overrides.yaml"), *folder.rglob("overrides.yaml")]:
+            job_dir = path.parent.parent if path.parent.name == ".hydra" else path.parent
+            if job_dir not in found:
+                found[job_dir] = _measured(yaml.safe_load(path.read_text()) or [])
+    return found
+
+
+def progress(folders: list[Path], records: list[dict]) -> list[dict]:
+    """One entry per sweep folder under `folders` whose jobs are known: how many were
+    planned, and the ones without a record or interrupted."""
+    by_dir = {Path(r["_dir"]).resolve(): r for r in records}
+    jobs = {d.resolve(): o for d, o in _job_overrides(folders).items()}
+    out = []
+    for folder in folders:
+        for multirun in sorted(Path(folder).rglob("multirun.yaml")):
+            planned = planned_jobs(multirun)
+            if planned is None:
+                continue
+            missing, interrupted = [], []
+            for num, overrides in enumerate(planned):
+                wanted = _measured(overrides)
+                ran = [d for d, o in jobs.items() if wanted <= o]
+                done = [by_dir[d] for d in ran if d in by_dir]
+                if any(r["status"] != "interrupted" for r in done):
+                    continue
+                (interrupted if done else missing).append(f"{num}: {' '.join(overrides)}")
+            out.append({"sweep": str(multirun.parent), "planned": len(planned),
+                        "missing": missing, "interrupted": interrupted})
+    return out
