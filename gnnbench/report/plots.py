@@ -67,7 +67,9 @@ def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[dict], path: Path) -> dict
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     drawn = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
-             "labels": labels, "xscale": ax.get_xscale()}
+             "labels": labels, "xscale": ax.get_xscale(),
+             "xticks": [t.get_text() for t in ax.get_xticklabels()
+                        if ax.get_xlim()[0] <= t.get_position()[0] <= ax.get_xlim()[1]]}
     plt.close(fig)
     return drawn
 
