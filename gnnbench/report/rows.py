@@ -34,8 +34,8 @@ def run_stability(run: dict) -> dict | None:
     None for runs that did not finish."""
     if run["status"] != "ok":
         return None
-    if run.get("stability") is not None:
-        return {**run["stability"], "recorded": True}
+    if run.get("schema_version", 1) >= 3:  # checked when it ran (None: no steady epoch)
+        return {**run["stability"], "recorded": True} if run.get("stability") else None
     return {**stability.assess(steady_steps(run)), "recorded": False}
 
 
