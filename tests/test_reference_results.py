@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from gnnbench import config
 from gnnbench.records import identity, schema, store
 from gnnbench.report import headline
-from gnnbench.report.markdown import to_markdown
+from gnnbench.report.markdown import report_markdown
 from gnnbench.report.rows import COLUMNS, build_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,9 +91,7 @@ def test_a_new_key_with_a_default_keeps_committed_records_valid(monkeypatch):
 
 def test_committed_report_is_what_the_runs_give(rows):
     runs = store.find([RESULTS])
-    skipped = sum(r["status"] == "skipped" for r in runs)
-    expected_md = f"# gnnbench report: {RESULTS.name}\n\n{to_markdown(rows, skipped)}\n"
-    assert (RESULTS / "report.md").read_text() == expected_md
+    assert (RESULTS / "report.md").read_text() == report_markdown(RESULTS.name, runs, rows)
     out = io.StringIO(newline="")
     writer = csv.DictWriter(out, fieldnames=COLUMNS)
     writer.writeheader()

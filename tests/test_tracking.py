@@ -50,6 +50,8 @@ def test_offline_run_reads_back_what_the_run_recorded(run):
     assert s["test_acc_at_best_val"] == pytest.approx(result["accuracy"]["test_at_best_val"])
     assert s["cuda_graphs"] == result["cuda_graphs"] == "none"
     assert s["peak_memory_bytes"] == result["memory"]["peak_bytes"]
+    assert s["unstable"] is (not result["stability"]["ok"])
+    assert s["stability_warnings"] == len(result["stability"]["warnings"])
 
 
 @pytest.mark.slow

@@ -42,6 +42,7 @@ def _ms(seconds: float | None) -> float | None:
 def _headline(result: dict) -> dict:
     """The figures a W&B user compares runs by, flat so the runs table can show them."""
     t, acc, dyn = result.get("timing") or {}, result.get("accuracy") or {}, result.get("compile")
+    stable = result.get("stability")
     summary = {
         "status": result["status"],
         "reason": result["reason"],
@@ -60,6 +61,9 @@ def _headline(result: dict) -> dict:
         "recompiles": dyn["recompiles"] if dyn else None,
         "cuda_graphs": result.get("cuda_graphs"),
         "cuda_graph_skips": (result.get("cuda_graph_audit") or {}).get("inductor_skips"),
+        # None (left out) for records with no steady epochs to judge.
+        "unstable": (not stable["ok"]) if stable else None,
+        "stability_warnings": len(stable["warnings"]) if stable else None,
     }
     if result.get("comparison"):
         summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()

@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 
 # 1: records before the version field (up to the reference sweep of 2026-11-30).
 # 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
-SCHEMA_VERSION = 2
+# 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
+SCHEMA_VERSION = 3
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -43,6 +44,7 @@ def new_record(cfg: DictConfig) -> dict:
         "batching": {"mode": "full"},
         "cuda_graphs": None,
         "cuda_graph_audit": None,
+        "stability": None,
         "epochs": [],
     }
 
@@ -72,6 +74,9 @@ def upgrade(record: dict) -> dict:
     if version < 2:
         # Version 1 wrote the CUDA graphs a setting asked for, not what the run observed.
         record.setdefault("cuda_graph_audit", None)
+    if version < 3:
+        # Not checked when it ran; the report judges its epochs alone (no machine load).
+        record.setdefault("stability", None)
     return record
 
 

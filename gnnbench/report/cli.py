@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from gnnbench.records import publish, store, sweep
-from gnnbench.report import headline, plots
-from gnnbench.report.markdown import to_markdown
+from gnnbench.report import header, headline, plots
+from gnnbench.report.markdown import report_markdown
 from gnnbench.report.rows import COLUMNS, build_rows
 
 
@@ -22,16 +22,20 @@ def write_report(folders: list[Path], out: Path | None = None,
     out = Path(out or folders[0])
     runs = store.find(folders)
     rows = build_rows(runs)
-    skipped = sum(r["status"] == "skipped" for r in runs)
-    markdown = to_markdown(rows, skipped) + completeness(folders, runs)
+    markdown = report_markdown(out.name, runs, rows)
+    incomplete = completeness(folders, runs)
+    if incomplete:  # first thing under the title: the figures below miss these jobs
+        title, rest = markdown.split("\n\n", 1)
+        markdown = f"{title}\n{incomplete}\n\n{rest}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(f"# gnnbench report: {out.name}\n\n{markdown}\n")
+    (out / "report.md").write_text(markdown)
     with open(out / "report.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    plots.speedup_bars(rows, out / "speedup.png")
-    plots.epoch_time_distributions(runs, out / "epoch_times.png")
+    device = ", ".join(header.devices(runs))
+    plots.speedup_bars(rows, out / "speedup.png", device)
+    plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device)
     print(markdown)
     print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png)")
     if log_to_wandb and runs:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 
 from gnnbench.config import variant_label
+from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
 from gnnbench.records.compare import compare, steady_steps
@@ -17,13 +18,52 @@ COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "ep
            "speedup_ci_high", "compile_overhead_s", "compile_overhead_max_s",
            "break_even_epochs", "graph_breaks",
            "recompiles", "cuda_graphs", "cudagraph_skips", "memory_ratio", "test_acc_mean",
-           "test_acc_std", "test_acc_delta", "reason"]
+           "test_acc_std", "test_acc_delta", "reason", "unstable_runs"]
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    """One value has no spread to report: its std is None, not a reassuring 0."""
     if not values:
         return None, None
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
+
+
+def run_stability(run: dict) -> dict | None:
+    """A run's stability verdict: the one it recorded, or for a record written before the
+    checks existed, its steady epochs judged now (no machine load: it was not sampled).
+    None for runs that did not finish."""
+    if run["status"] != "ok":
+        return None
+    if run.get("schema_version", 1) >= 3:  # checked when it ran (None: no steady epoch)
+        return {**run["stability"], "recorded": True} if run.get("stability") else None
+    return {**stability.assess(steady_steps(run)), "recorded": False}
+
+
+def stability_warnings(members: list[dict]) -> list[tuple[str, str]]:
+    """(run name or "runs", warning) for every warning of a row's runs, its runs' own
+    first, then whether its runs disagree with each other."""
+    ok = sorted((r for r in members if r["status"] == "ok"), key=lambda r: r["name"])
+    found = [(r["name"], w) for r in ok for w in (run_stability(r) or {}).get("warnings", [])]
+    medians = {r["name"]: r["timing"]["train_step_s"]["median"] for r in ok}
+    return found + [("runs", w) for w in stability.across_runs(medians)]
+
+
+def groups(runs: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
+    """The runs of each row, in the rows' order: ((setting key, variant), runs). Every view
+    (table, plots) takes its order from here, so a row is in the same place in each."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for run in runs:
+        if run["status"] == "skipped":
+            continue
+        key = (identity.record_setting_key(run), variant_label(run["config"]))
+        found.setdefault(key, []).append(run)
+
+    def order(item: tuple) -> tuple:
+        (setting, variant), members = item
+        cfg = members[0]["config"]
+        return cfg["model"]["name"], cfg["dataset"]["name"], setting, variant != "eager", variant
+
+    return sorted(found.items(), key=order)
 
 
 def cuda_graphs_cell(runs: list[dict]) -> tuple[str, int | None]:
@@ -40,20 +80,10 @@ def cuda_graphs_cell(runs: list[dict]) -> tuple[str, int | None]:
 
 def build_rows(runs: list[dict]) -> list[dict]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for run in runs:
-        if run["status"] == "skipped":
-            continue
-        key = (identity.record_setting_key(run), variant_label(run["config"]))
-        groups.setdefault(key, []).append(run)
-
-    def order(item: tuple) -> tuple:
-        (setting, variant), members = item
-        cfg = members[0]["config"]
-        return cfg["model"]["name"], cfg["dataset"]["name"], setting, variant != "eager", variant
-
+    grouped = groups(runs)
+    by_key = dict(grouped)
     rows = []
-    for (setting, variant), members in sorted(groups.items(), key=order):
+    for (setting, variant), members in grouped:
         cfg = members[0]["config"]
         ok = [r for r in members if r["status"] == "ok"]
         failed = [r for r in members if r["status"] != "ok"]
@@ -73,6 +103,11 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row["test_acc_mean"], row["test_acc_std"] = _mean_std(
             [r["accuracy"]["test_at_best_val"] for r in ok])
         row["cuda_graphs"], row["cudagraph_skips"] = cuda_graphs_cell(ok)
+        verdicts = [v for v in map(run_stability, ok) if v is not None]
+        # None, not 0, when no run had enough steady epochs (or a load sample) to judge.
+        if any(not v["ok"] or v["checks"]["spread"] is not None
+               or v["checks"]["load_per_cpu"] is not None for v in verdicts):
+            row["unstable_runs"] = sum(not v["ok"] for v in verdicts)
         if variant == "eager":
             continue
         overheads = [r["timing"]["compile_overhead_s"] for r in ok
@@ -84,7 +119,10 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row["graph_breaks"] = max(r["compile"]["graph_breaks"] for r in ok)
         row["recompiles"] = max(r["compile"]["recompiles"] for r in ok)
         paired = bool(cfg["train"].get("paired"))
-        cmp = compare([] if paired else groups.get((setting, "eager"), []), ok)
+        eager = by_key.get((setting, "eager"), [])
+        if not paired and not eager:
+            continue  # no reference (compare() would read an empty list as "paired")
+        cmp = compare([] if paired else eager, ok)
         if cmp is None:
             continue
         row.update(speedup=cmp["speedup"], speedup_ci_low=cmp["speedup_ci95"][0],

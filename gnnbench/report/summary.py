@@ -28,6 +28,8 @@ def format_summary(result: dict, where: str | None = None) -> str:
         lines.append(f"  {unit}: median {_ms(step['median'])} (IQR {_ms(step['iqr'])}, "
                      f"n={step['n']} epochs after {t['warmup_epochs']} warm-up); "
                      f"eval: median {_ms(ev['median'])}")
+        # Right under the number they qualify: a quoted median from an unstable run misleads.
+        lines += [f"  warning: {w}" for w in (result.get("stability") or {}).get("warnings", [])]
         if "sample_s" in t:
             b = result["batching"]
             lines.append(f"  per epoch ({b['batches_per_epoch']} batches, {b['sampler']} "

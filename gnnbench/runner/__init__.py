@@ -17,7 +17,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import config, data, models
-from gnnbench.measure import dynamo, memory
+from gnnbench.measure import dynamo, memory, stability
 from gnnbench.measure.environment import environment
 from gnnbench.measure.summary import accuracy_summary, timing_summary
 from gnnbench.measure.timer import synchronize
@@ -72,6 +72,7 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
     memory.reset_peak(device)
     progress = Progress(cfg.train.epochs, label=record["name"])
     epochs = record["epochs"]
+    machine_before = stability.machine_state(device)
     try:
         for epoch in range(cfg.train.epochs):
             synchronize(device)
@@ -102,6 +103,7 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
             record["reason"] = f"non-finite parameters after epoch {len(epochs) - 1}"
     finally:
         progress.close()
+        machine_after = stability.machine_state(device)
         record["memory"] = memory.peak(device)
         if recorder is not None:
             record["compile"] = recorder.snapshot()
@@ -111,6 +113,9 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
             record["cuda_graphs"] = "none"
         if epochs:
             record["accuracy"] = accuracy_summary(epochs)
+        steady = [r["train_s"] for r in epochs[cfg.train.warmup_epochs:]]
+        if steady:
+            record["stability"] = stability.assess(steady, machine_before, machine_after)
     if len(trainer.variants) > 1:
         eager = [{k.removeprefix("eager_"): v for k, v in r.items()
                   if k == "epoch" or k.startswith("eager_")} for r in epochs]
