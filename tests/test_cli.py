@@ -149,6 +149,7 @@ def test_regular_install_finds_its_configs(tmp_path):
                         ("experiment", "products-sage")):
         assert (Path(where) / group / f"{name}.yaml").is_file()
     assert (site / "gnnbench" / "benchmarks" / "sampler.py").is_file()
+    assert len(list(site.glob("gnnbench/data/builtin/*/raw/ind.*"))) == 16
     # Test-only helpers do not ship.
     assert not list(site.rglob("wandb_file.py")) and not list(site.rglob("ogb_layout.py"))
     proc = gnnbench(["model=sage", *QUICK], tmp_path, env=env)

@@ -73,3 +73,14 @@ def test_model_scope_reduce_overhead_records_cudagraph_trees(run):
     audit = result["cuda_graph_audit"]
     assert result["cuda_graphs"] == audit["used"] == "cudagraph trees"
     assert audit["inductor_recorded_graphs"] >= 1
+
+
+def test_cuda_out_of_memory_is_an_outcome_and_the_next_run_is_fine(run):
+    """A graph larger than the GPU (features alone ~150 GB) ends as `oom`, with the reason;
+    the same process then runs the next job normally, as a sweep would."""
+    result = run("dataset.num_nodes=150000000", "dataset.num_edges=1000",
+                 "train.device=cuda", "train.epochs=2", "train.warmup_epochs=1")
+    assert result["status"] == "oom", result["reason"]
+    assert "memory" in result["reason"].lower()
+    after = run("dataset=cora", "train.device=cuda", "train.epochs=3", "train.warmup_epochs=1")
+    assert after["status"] == "ok", after["reason"]

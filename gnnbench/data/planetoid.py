@@ -85,10 +85,10 @@ def _from_mirror(name: str, mirror: str, raw: Path, wanted: list[str]) -> None:
 
 
 def _download(name: str, raw: Path, wanted: list[str]) -> None:
-    """Into a staging folder next to raw/, checked, then moved: a failed or partial download
-    leaves no file in raw/."""
-    raw.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=raw.parent, prefix=".download-"))
+    """Into a staging folder in data_dir, checked, then moved: a failed or partial download
+    leaves nothing behind, not even an empty raw/."""
+    raw.parent.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=raw.parent.parent, prefix=f".{name}-download-"))
     try:
         for f in wanted:
             with urlopen(f"{URL}/{f}", timeout=DOWNLOAD_TIMEOUT_S) as response, \
@@ -97,6 +97,7 @@ def _download(name: str, raw: Path, wanted: list[str]) -> None:
             if not is_official(staging / f):
                 raise ConfigError(f"the download of {f} from {URL} is not the official file "
                                   "(its hash differs); nothing was loaded")
+        raw.mkdir(parents=True, exist_ok=True)
         for f in wanted:
             (staging / f).replace(raw / f)
     except OSError as exc:  # URLError and socket timeouts are OSErrors

@@ -21,37 +21,45 @@ def _median(values: list) -> float | None:
 
 
 def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
-    """Pooled over runs: speedup of the compiled steps over the eager steps with a bootstrap
-    CI, break-even epochs for the median compile overhead, accuracy delta (mean test accuracy
-    at best validation), and peak-memory ratio of the medians. `eager` empty means the
-    compiled runs are paired: their in-process eager twins are the reference. Only ok runs
+    """Pooled over runs: speedup of the compiled steps over the eager runs' steps with a
+    bootstrap CI, break-even epochs for the median compile overhead, accuracy delta (mean
+    test accuracy at best validation), and peak-memory ratio of the medians. Only ok runs
     are compared; None when either side has none."""
-    compiled = [r for r in compiled if r["status"] == "ok"]
-    paired = not eager
     eager = [r for r in eager if r["status"] == "ok"]
-    if not compiled or (not paired and not eager):
+    compiled = [r for r in compiled if r["status"] == "ok"]
+    if not eager or not compiled:
         return None
+    eager_peak = _median([r["memory"]["peak_bytes"] for r in eager])
+    peak = _median([r["memory"]["peak_bytes"] for r in compiled])
+    return _against(compiled, [s for r in eager for s in steady_steps(r)],
+                    [r["accuracy"]["test_at_best_val"] for r in eager],
+                    peak / eager_peak if eager_peak and peak is not None else None,
+                    ", ".join(r["name"] for r in eager),
+                    [r.get("_dir") for r in eager])
+
+
+def compare_paired(compiled: list[dict]) -> dict | None:
+    """The same, against the eager twins that paired runs trained in their own processes.
+    One process holds both models, so their peak memories cannot be told apart."""
+    compiled = [r for r in compiled if r["status"] == "ok" and r.get("paired")]
+    if not compiled:
+        return None
+    return _against(compiled, [s for r in compiled for s in steady_steps(r, "eager_")],
+                    [r["paired"]["accuracy"]["test_at_best_val"] for r in compiled],
+                    None, "paired eager twin", None)
+
+
+def _against(compiled: list[dict], eager_steps: list[float], eager_accs: list[float],
+             memory_ratio: float | None, reference: str,
+             reference_dirs: list | None) -> dict:
     steps = [s for r in compiled for s in steady_steps(r)]
     overhead = _median([r["timing"]["compile_overhead_s"] for r in compiled])
-    if paired:
-        eager_steps = [s for r in compiled for s in steady_steps(r, "eager_")]
-        eager_accs = [r["paired"]["accuracy"]["test_at_best_val"] for r in compiled]
-        # One process holds both models in a paired run: their peaks cannot be told apart.
-        memory_ratio = None
-        reference = "paired eager twin"
-    else:
-        eager_steps = [s for r in eager for s in steady_steps(r)]
-        eager_accs = [r["accuracy"]["test_at_best_val"] for r in eager]
-        eager_peak = _median([r["memory"]["peak_bytes"] for r in eager])
-        peak = _median([r["memory"]["peak_bytes"] for r in compiled])
-        memory_ratio = peak / eager_peak if eager_peak and peak is not None else None
-        reference = ", ".join(r["name"] for r in eager)
     out = speedup(eager_steps, steps, overhead)
     accs = [r["accuracy"]["test_at_best_val"] for r in compiled]
     out["test_acc_delta"] = statistics.fmean(accs) - statistics.fmean(eager_accs)
     out["eager_test_acc"] = statistics.fmean(eager_accs)
     out["memory_ratio"] = memory_ratio
     out["reference"] = reference
-    if not paired:
-        out["reference_dirs"] = [r.get("_dir") for r in eager]
+    if reference_dirs is not None:
+        out["reference_dirs"] = reference_dirs
     return out

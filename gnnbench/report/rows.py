@@ -10,7 +10,7 @@ from gnnbench.config import variant_label
 from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
-from gnnbench.records.compare import compare, steady_steps
+from gnnbench.records.compare import compare, compare_paired, steady_steps
 
 COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "epoch_ms",
            "epoch_ms_iqr",
@@ -118,11 +118,10 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row["compile_overhead_max_s"] = max(overheads, default=None)
         row["graph_breaks"] = max(r["compile"]["graph_breaks"] for r in ok)
         row["recompiles"] = max(r["compile"]["recompiles"] for r in ok)
-        paired = bool(cfg["train"].get("paired"))
-        eager = by_key.get((setting, "eager"), [])
-        if not paired and not eager:
-            continue  # no reference (compare() would read an empty list as "paired")
-        cmp = compare([] if paired else eager, ok)
+        if cfg["train"].get("paired"):
+            cmp = compare_paired(ok)
+        else:
+            cmp = compare(by_key.get((setting, "eager"), []), ok)
         if cmp is None:
             continue
         row.update(speedup=cmp["speedup"], speedup_ci_low=cmp["speedup_ci95"][0],

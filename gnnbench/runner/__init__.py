@@ -191,7 +191,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         record["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
     if record["status"] == "ok" and cfg.compile:
         if record.get("paired"):
-            record["comparison"] = compare.compare([], [record])
+            record["comparison"] = compare.compare_paired([record])
         else:
             eager = store.eager_references(reference_dirs, record["config"],
                                            identity.device_type(record))
