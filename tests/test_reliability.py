@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.processes import clean_env, run, start, wait_for_line
+from support.processes import clean_env, run, run_without_override, start, wait_for_line
 
 from gnnbench.report.cli import main as report_main
 
@@ -250,18 +250,11 @@ def test_a_sweep_on_a_disk_that_fills_stops_cleanly(tmp_path):
 def test_an_unwritable_output_folder_is_one_line(tmp_path):
     """Defect 10, as a user without write permission (root's override capability dropped:
     root alone would write anyway and prove nothing)."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv(1) to drop root's file-permission override")
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
-    proc = subprocess.run(
-        ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner",
-         sys.executable, "-m", "gnnbench", "train.epochs=2", "wandb.mode=disabled",
-         f"hydra.run.dir={locked / 'run'}"],
-        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300)
-    if "Operation not permitted" in proc.stderr and "setpriv" in proc.stderr:
-        pytest.skip(f"cannot drop capabilities here: {proc.stderr.strip()}")
+    proc = run_without_override(["train.epochs=2", "wandb.mode=disabled",
+                                 f"hydra.run.dir={locked / 'run'}"], tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"gnnbench: error: cannot write to the output folder {locked / 'run'} "

@@ -15,14 +15,24 @@ def main() -> None:
         from gnnbench.report.cli import main as report_main
 
         sys.exit(report_main(sys.argv[2:]))
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        from gnnbench.cli.usage import page
+
+        print(page(), end="")
+        sys.exit(0)
+    if "--hydra-help" in sys.argv[1:]:
+        sys.argv = [a if a != "--hydra-help" else "--help" for a in sys.argv]
     from gnnbench import config
     from gnnbench.runner import interrupts
 
     try:
-        config.check_group_overrides(sys.argv[1:])
+        config.check_overrides(sys.argv[1:])
     except config.ConfigError as exc:
+        from gnnbench.cli.invalid import record_invalid_command
+
+        record_invalid_command(sys.argv[1:], str(exc))
         print(f"gnnbench: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(1)
     from gnnbench.cli import app
     from gnnbench.report import callback
 

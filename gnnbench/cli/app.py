@@ -103,7 +103,8 @@ def job(cfg: DictConfig) -> None:
     search = [sweep_dir or out_dir.parent, *map(Path, cfg.get("reference_dirs") or [])]
     group = cfg.wandb.group or (sweep_dir.name if sweeping else None)
     try:
-        result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group)
+        result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group,
+                                log_dir=sweep_dir)
     except store.WriteError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
         if sweeping:

@@ -4,18 +4,18 @@ that turn bad input into one readable line. Imports nothing else of gnnbench."""
 from gnnbench.config.compose import (
     CONF_DIR,
     CONFIG_GROUPS,
-    check_group_overrides,
+    check_overrides,
     compose_config,
     group_choices,
     project_dir,
     register_resolvers,
 )
-from gnnbench.config.errors import ConfigError, choice, require, show
+from gnnbench.config.errors import ConfigError, choice, integer, number, require, show
 from gnnbench.config.naming import run_name, variant_label, variant_slug
 from gnnbench.config.validate import resolve_device, validate
 
 __all__ = [
-    "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_group_overrides", "choice",
-    "compose_config", "group_choices", "project_dir", "register_resolvers", "require",
+    "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_overrides", "choice", "compose_config",
+    "group_choices", "integer", "number", "project_dir", "register_resolvers", "require",
     "resolve_device", "run_name", "show", "validate", "variant_label", "variant_slug",
 ]

@@ -6,7 +6,9 @@ an editable checkout and an installed wheel (which holds a copy) read them from 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import itertools
 import os
 from pathlib import Path
 
@@ -68,23 +70,70 @@ def group_choices(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
-def check_group_overrides(argv: list[str]) -> None:
-    """Reject `model=foo` (also inside a sweep list) before Hydra prints its multi-line error."""
+def _suggest(wrong: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(wrong, choices, n=1, cutoff=0.6)
+    if not close and wrong.lower() in {c.lower() for c in choices}:
+        close = [c for c in choices if c.lower() == wrong.lower()]
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _leaf_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in cfg.items():
+        dotted = f"{prefix}{key}"
+        keys.append(dotted)
+        if isinstance(value, DictConfig):
+            keys += _leaf_keys(value, f"{dotted}.")
+    return keys
+
+
+def check_overrides(argv: list[str]) -> None:
+    """One check for every command-line override before Hydra sees it, so each mistake is
+    one line naming the value and the choices (Hydra's own errors run to several lines, and
+    a typo added with `+` would otherwise be accepted and ignored):
+
+    - a group option that does not exist (`model=gat`, `dataset=Cora`, also in a sweep list);
+    - a key gnnbench does not read (`train.epoch=5`, `+train.epoch=5`), with the closest key;
+    - `+key` for a key that exists (Hydra refuses to add it twice: drop the `+`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     candidates = [a for a in argv if "=" in a and not a.startswith("-")]
     groups = {g: group_choices(g) for g in CONFIG_GROUPS}
-    for override in OverridesParser.create().parse_overrides(candidates):
+    parsed = OverridesParser.create().parse_overrides(candidates)
+    picks: list[list[str]] = []
+    for override in parsed:
         key = override.key_or_group
         if key not in groups or override.is_delete():
             continue
-        values = (
-            list(override.sweep_string_iterator())
-            if override.is_sweep_override()
-            else [override.get_value_element_as_str()]
-        )
+        values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                  else [override.get_value_element_as_str()])
         for value in values:
             if value not in groups[key]:
-                raise ConfigError(
-                    f"unknown {key} '{value}'; valid choices: {', '.join(groups[key])}"
-                )
+                raise ConfigError(f"unknown {key} '{value}'; valid choices: "
+                                  f"{', '.join(groups[key])}{_suggest(value, groups[key])}")
+        picks.append([f"{key}={v}" for v in values])
+    keyed = [o for o in parsed if o.key_or_group not in groups and not o.is_delete()
+             and not o.key_or_group.startswith("hydra")]
+    if not keyed:
+        return
+    # The keys a run reads depend on the groups chosen (model.aggr exists for sage only):
+    # check against each combination the command asks for (a few at most in practice).
+    for combination in list(itertools.product(*picks))[:16]:
+        known = set(_leaf_keys(compose_config(list(combination))))
+        where = f" with {' '.join(combination)}" if combination else ""
+        for override in keyed:
+            key, added = override.key_or_group, override.is_add() or override.is_force_add()
+            if key in known:
+                if override.is_add():
+                    raise ConfigError(f"+{key} adds a key that exists; set it without the "
+                                      f"'+': {override.input_line.lstrip('+')}")
+                continue
+            parent, _, leaf = key.rpartition(".")
+            siblings = sorted({k.rpartition(".")[2] for k in known
+                               if k.rpartition(".")[0] == parent})
+            hint = _suggest(leaf, siblings)
+            hint = hint.replace(" mean ", f" mean {parent}." if parent else " mean ")
+            if not siblings:  # the parent itself is misspelt: compare whole keys
+                hint = _suggest(key, sorted(known))
+            raise ConfigError(f"{key} is not a setting gnnbench reads{where}"
+                              f"{' (added with +)' if added else ''}{hint}")

@@ -27,3 +27,25 @@ def choice(name: str, value: object, choices: Iterable[object]) -> None:
     ok = any(value == c and type(value) is type(c) for c in choices)
     require(ok, f"{name}={value!r} is not valid; choose one of: "
                 f"{', '.join(show(c) for c in choices)}")
+
+
+def integer(name: str, value: object, minimum: int) -> None:
+    """An integer of at least `minimum`: the type is checked before the range, so `abc` is
+    called what it is (and true, which Python counts as 1, is not an integer here)."""
+    require(isinstance(value, int) and not isinstance(value, bool),
+            f"{name}={value!r} is not an integer; it must be an integer >= {minimum}")
+    require(value >= minimum, f"{name}={value!r} must be an integer >= {minimum}")
+
+
+def number(name: str, value: object, *, above: float | None = None,
+           at_least: float | None = None, below: float | None = None) -> None:
+    """A real number within bounds, type first: `train.lr=abc` is not a number."""
+    bounds = " and ".join(b for b in (
+        f"> {above:g}" if above is not None else "",
+        f">= {at_least:g}" if at_least is not None else "",
+        f"< {below:g}" if below is not None else "") if b)
+    require(isinstance(value, (int, float)) and not isinstance(value, bool),
+            f"{name}={value!r} is not a number; it must be a number {bounds}".rstrip())
+    ok = ((above is None or value > above) and (at_least is None or value >= at_least)
+          and (below is None or value < below))
+    require(ok, f"{name}={value!r} must be {bounds}")

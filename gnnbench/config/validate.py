@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from gnnbench.config.errors import ConfigError, choice, require
+from gnnbench.config.errors import ConfigError, choice, integer, number, require
 
 if TYPE_CHECKING:
     import torch
@@ -23,22 +23,15 @@ DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 def validate(cfg: DictConfig) -> None:
     choice("compile", cfg.compile, (False, True))
     train = cfg.train
-    require(
-        isinstance(train.epochs, int) and train.epochs > 0,
-        f"train.epochs={train.epochs!r} must be a positive integer",
-    )
-    require(
-        isinstance(train.warmup_epochs, int) and 0 <= train.warmup_epochs < train.epochs,
-        f"train.warmup_epochs={train.warmup_epochs!r} must be an integer in "
-        f"[0, train.epochs={train.epochs})",
-    )
-    require(
-        isinstance(train.lr, (int, float)) and train.lr > 0, f"train.lr={train.lr!r} must be > 0"
-    )
-    require(
-        isinstance(train.weight_decay, (int, float)) and train.weight_decay >= 0,
-        f"train.weight_decay={train.weight_decay!r} must be >= 0",
-    )
+    integer("train.epochs", train.epochs, 1)
+    integer("train.warmup_epochs", train.warmup_epochs, 0)
+    require(train.warmup_epochs < train.epochs,
+            f"train.warmup_epochs={train.warmup_epochs!r} must be less than "
+            f"train.epochs={train.epochs} (the epochs after the warm-up are the ones timed)")
+    integer("train.seed", train.seed, 0)
+    number("train.lr", train.lr, above=0)
+    number("train.weight_decay", train.weight_decay, at_least=0)
+    choice("train.paired", train.paired, (False, True))
     choice("train.batching", train.batching, BATCHING)
     choice("train.sampler", train.sampler, SAMPLERS)
     if train.batching == "neighbor":
@@ -47,10 +40,8 @@ def validate(cfg: DictConfig) -> None:
             isinstance(f, int) and (f > 0 or f == -1) for f in fanouts),
             f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
             f"(model.num_layers={cfg.model.num_layers})")
-        require(isinstance(train.batch_size, int) and train.batch_size > 0,
-                f"train.batch_size={train.batch_size!r} must be a positive integer")
-        require(isinstance(train.eval_chunk, int) and train.eval_chunk > 0,
-                f"train.eval_chunk={train.eval_chunk!r} must be a positive integer")
+        integer("train.batch_size", train.batch_size, 1)
+        integer("train.eval_chunk", train.eval_chunk, 1)
         require(not train.paired, "train.paired=true needs train.batching=full")
     resolve_device(train.device)
     if cfg.data_mirror is not None:

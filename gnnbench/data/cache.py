@@ -19,6 +19,24 @@ from gnnbench.config import ConfigError
 LOCK_TIMEOUT_S = 1800.0  # another process generating products-size data takes minutes
 
 
+@contextlib.contextmanager
+def quiet(what: str) -> Iterator[None]:
+    """Library chatter ("Processing...", "Done!") goes to the run's log file, not the
+    console: Hydra's job logging writes the `gnnbench.data` logger there."""
+    import io
+    import logging
+
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            yield
+    finally:
+        log = logging.getLogger("gnnbench.data")
+        for line in buffer.getvalue().splitlines():
+            if line.strip():
+                log.info("%s: %s", what, line.strip())
+
+
 def warn(message: str) -> None:
     print(f"gnnbench: warning: {message}", file=sys.stderr, flush=True)
 

@@ -155,8 +155,9 @@ def ogb_accuracy(name: str) -> Callable[[Tensor, Tensor], float]:
 def _dataset(name: str, data_dir: Path, meta: Mapping[str, str], root: Path):
     from ogb.nodeproppred import PygNodePropPredDataset
 
-    return PygNodePropPredDataset(name, root=str(data_dir),
-                                  meta_dict={**meta, "dir_path": str(root)})
+    with cache.quiet(name):
+        return PygNodePropPredDataset(name, root=str(data_dir),
+                                      meta_dict={**meta, "dir_path": str(root)})
 
 
 def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -> dict:

@@ -137,7 +137,8 @@ def _processed(data_dir: Path, name: str):
     from torch_geometric.datasets import Planetoid
     from torch_geometric.transforms import NormalizeFeatures
 
-    return Planetoid(str(data_dir), name, split="public", transform=NormalizeFeatures())[0]
+    with cache.quiet(name):
+        return Planetoid(str(data_dir), name, split="public", transform=NormalizeFeatures())[0]
 
 
 def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:

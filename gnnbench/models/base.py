@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from gnnbench.config import require
+from gnnbench.config import choice, integer, number
 
 
 class GNN(nn.Module):
@@ -37,14 +37,11 @@ class GNN(nn.Module):
     @classmethod
     def validate(cls, cfg: DictConfig) -> None:
         """The options every model has; subclasses add their own."""
-        require(isinstance(cfg.num_layers, int) and cfg.num_layers >= 1,
-                f"model.num_layers={cfg.num_layers!r} must be an integer >= 1")
-        require(isinstance(cfg.hidden, int) and cfg.hidden >= 1,
-                f"model.hidden={cfg.hidden!r} must be an integer >= 1")
+        integer("model.num_layers", cfg.num_layers, 1)
+        integer("model.hidden", cfg.hidden, 1)
         for key in ("dropout", "input_dropout"):
-            value = cfg.get(key, 0.0)
-            require(isinstance(value, (int, float)) and 0 <= value < 1,
-                    f"model.{key}={value!r} must be in [0, 1)")
+            number(f"model.{key}", cfg.get(key, 0.0), at_least=0, below=1)
+        choice("model.batch_norm", cfg.batch_norm, (False, True))
 
     @classmethod
     def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,

@@ -3,8 +3,12 @@ wandb; `results.json` is written before W&B starts and stays the source of truth
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from gnnbench.config import variant_slug
@@ -33,6 +37,32 @@ def wandb_mode(requested: str) -> str:
     if os.environ.get("WANDB_MODE") in ("online", "offline", "disabled"):
         return os.environ["WANDB_MODE"]
     return "online" if _has_credentials() else "offline"
+
+
+def _settings(wandb, settings: dict):
+    """Quiet, bounded, and without W&B's system monitor: runs are logged after training, when
+    there is no system load of the run's to watch."""
+    return wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True, console="off",
+                          x_disable_stats=True)
+
+
+@contextlib.contextmanager
+def _logs_under(folder: Path) -> Iterator[None]:
+    """W&B's background service writes its own debug log under $WANDB_CACHE_DIR or
+    $XDG_CACHE_HOME (else ~/.cache): while it starts, point both at the run's (or sweep's)
+    folder, so no log of a run lands in the user's home. Restored at once: nothing else in
+    this process sees them (gnnbench logs no W&B artifacts, which that cache would hold)."""
+    target = str(Path(folder).resolve() / "wandb" / "service")
+    saved = {k: os.environ.get(k) for k in ("WANDB_CACHE_DIR", "XDG_CACHE_HOME")}
+    os.environ.update(WANDB_CACHE_DIR=target, XDG_CACHE_HOME=target)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -71,9 +101,11 @@ def _headline(result: dict) -> dict:
     return {k: v for k, v in summary.items() if v is not None}
 
 
-def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str | None:
+def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
+                     log_dir: Path | None = None) -> str | None:
     """Log one finished run to W&B; returns the local run directory, or None when disabled
-    or when W&B failed (after one warning on stderr)."""
+    or when W&B failed (after one warning on stderr). `log_dir`: where W&B's own service log
+    goes if this run starts the service (a sweep's folder; default: the run's)."""
     settings = cfg["wandb"]
     mode = wandb_mode(settings["mode"])
     if mode == "disabled":
@@ -82,6 +114,10 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str 
         import wandb
 
         def start(mode: str):
+            with _logs_under(log_dir or out_dir):
+                return _init(mode)
+
+        def _init(mode: str):
             return wandb.init(
                 project=settings["project"], entity=settings["entity"], group=group,
                 job_type=settings["job_type"], name=result["name"], dir=str(out_dir),
@@ -90,8 +126,7 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str) -> str 
                                  str(result["env"].get("device") or "unknown").split(":")[0],
                                  *settings["tags"]],
                 config={**cfg, "env": result["env"]},
-                settings=wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True,
-                                        console="off"),
+                settings=_settings(wandb, settings),
             )
 
         try:
@@ -144,10 +179,16 @@ def publish_report(rows: list[dict], columns: list[str], settings: dict, root: P
     try:
         import wandb
 
-        run = wandb.init(project=settings["project"], entity=settings["entity"], group=group,
-                         job_type="report", name=f"report-{root.name}", dir=str(root), mode=mode,
-                         settings=wandb.Settings(init_timeout=settings["init_timeout_s"],
-                                                 silent=True, console="off"))
+        # One report run per folder, updated by each report: a fixed id, resumed, and the
+        # superseded local copies removed (each holds the whole table).
+        run_id = "report-" + hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
+        for old in (root / "wandb").glob(f"*-{run_id}"):
+            shutil.rmtree(old, ignore_errors=True)
+        with _logs_under(root):
+            run = wandb.init(project=settings["project"], entity=settings["entity"],
+                             group=group, job_type="report", name=f"report-{root.name}",
+                             id=run_id, resume="allow", dir=str(root), mode=mode,
+                             settings=_settings(wandb, settings))
         try:
             run.summary["comparison"] = wandb.Table(
                 columns=columns, data=[[row[c] for c in columns] for row in rows])

@@ -99,7 +99,7 @@ def eager_references(folders: Iterable[Path], config: dict, device: str) -> list
     """Finished eager runs of the same setting and seed as `config` on `device`, newest last."""
     key = identity.run_key(config, device)
     found = [r for r in find(folders, warn=False)
-             if r["status"] == "ok" and r["config"].get("compile") is False
+             if r["status"] == "ok" and r.get("config") and r["config"].get("compile") is False
              and identity.run_key(r["config"], identity.device_type(r)) == key]
     return sorted(found, key=lambda r: os.stat(r["_path"]).st_mtime)
 

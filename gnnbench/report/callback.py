@@ -24,3 +24,8 @@ class SweepReport(Callback):
         LAST_SWEEP.clear()
         LAST_SWEEP.update(dir=str(root), failed=[r["name"] for r in records
                                                  if r["status"] not in ("ok", "skipped")])
+        offline = list(root.glob("wandb/offline-run-*")) + list(root.glob("*/wandb/offline-run-*"))
+        if offline:
+            print(f"W&B: {len(offline)} offline run(s) in this sweep (the jobs and the report); "
+                  f"upload them all with: wandb sync {root}/wandb/offline-run-* "
+                  f"{root}/*/wandb/offline-run-*", flush=True)

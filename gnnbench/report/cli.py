@@ -20,7 +20,8 @@ def write_report(folders: list[Path], out: Path | None = None,
     """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
     first folder), from every record under `folders`."""
     out = Path(out or folders[0])
-    runs = store.find(folders)
+    # Records of commands that never composed (bad input) have no config to compare.
+    runs = [r for r in store.find(folders) if r.get("config")]
     rows = build_rows(runs)
     markdown = report_markdown(out.name, runs, rows)
     incomplete = completeness(folders, runs)

@@ -42,7 +42,12 @@ def format_summary(result: dict, where: str | None = None) -> str:
         lines.append(first)
     if result.get("compile"):
         c = result["compile"]
-        lines.append(f"  dynamo: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), "
+        breaks = f"{c['graph_breaks']} graph break(s)"
+        expected = c.get("expected_graph_breaks") or 0
+        if expected:
+            breaks += (f" ({'all' if expected == c['graph_breaks'] else expected} expected: "
+                       f"{c['expected_why']})")
+        lines.append(f"  dynamo: {c['graphs']} graph(s), {breaks}, "
                      f"{c['recompiles']} recompilation(s); CUDA graphs: {result['cuda_graphs']}")
     if result.get("accuracy"):
         a = result["accuracy"]
@@ -54,4 +59,23 @@ def format_summary(result: dict, where: str | None = None) -> str:
         lines.append(f"  peak memory: {_bytes(m['peak_bytes'])} ({m['kind']})")
     lines.append(f"  wall time {t.get('wall_s', 0):.1f} s"
                  + (f"; results: {where}" if where else ""))
+    lines += _answer(result)
     return "\n".join(lines)
+
+
+def _answer(result: dict) -> list[str]:
+    """The line a compiled run is for: how much faster than eager, with its CI, when it pays
+    back, and whether it learns the same; or where an eager reference would come from."""
+    if not result["config"].get("compile") or result["status"] != "ok":
+        return []
+    c = result.get("comparison")
+    if not c:
+        searched = ", ".join(result.get("reference_search") or []) or "no folder"
+        return [f"  speedup: no eager run of this setting and seed found (searched {searched});"
+                " run the same command with compile=false first, or add train.paired=true"]
+    low, high = c["speedup_ci95"]
+    ci = f" [95% CI {low:.2f}–{high:.2f}]" if low is not None else " (too few epochs for a CI)"
+    pays = (f"compiling pays back after {c['break_even_epochs']:.0f} epochs"
+            if c["break_even_epochs"] is not None else "compiling never pays back here")
+    return [f"  => {c['speedup']:.2f}x the eager train step{ci} against {c['reference']}; "
+            f"{pays}; test accuracy {c['test_acc_delta']:+.4f} vs eager"]

@@ -107,6 +107,8 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
         record["memory"] = memory.peak(device)
         if recorder is not None:
             record["compile"] = recorder.snapshot()
+            expected, why = compilation.expected_graph_breaks(record["compile"], cfg.compiler)
+            record["compile"].update(expected_graph_breaks=expected, expected_why=why)
             record["cuda_graph_audit"] = _cuda_graph_audit(trainer, recorder, device)
             record["cuda_graphs"] = record["cuda_graph_audit"]["used"]
         else:
@@ -149,11 +151,12 @@ def skipped_record(cfg: DictConfig, holder: str) -> dict:
 
 
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
-                   wandb_group: str | None = None) -> dict:
+                   wandb_group: str | None = None, log_dir: Path | None = None) -> dict:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
     same setting and seed found under `reference_dirs` (or with its paired twin)."""
     started = time.perf_counter()
+    reference_dirs = list(reference_dirs)
     record = schema.new_record(cfg)
     record["name"] = config.run_name(cfg)
     record["env"] = environment(None)
@@ -193,6 +196,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         if record.get("paired"):
             record["comparison"] = compare.compare_paired([record])
         else:
+            record["reference_search"] = [str(d) for d in reference_dirs]
             eager = store.eager_references(reference_dirs, record["config"],
                                            identity.device_type(record))
             if eager:
@@ -204,6 +208,6 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         return record
     group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
     record["wandb_dir"] = publish.publish_to_wandb(
-        record, OmegaConf.to_container(cfg, resolve=True), out_dir, group)
+        record, OmegaConf.to_container(cfg, resolve=True), out_dir, group, log_dir)
     store.write(record, out_dir)
     return record

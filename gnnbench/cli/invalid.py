@@ -1,0 +1,34 @@
+"""A command that cannot even be composed (an unknown group option, a misspelt key) still
+leaves a record, like every other failed run: where Hydra would have put the run (or the
+sweep), a results.json with status `error`, the reason and the command."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from gnnbench.measure.environment import environment
+from gnnbench.records import schema, store
+
+
+def folder_for(argv: list[str]) -> Path:
+    sweeping = "-m" in argv or "--multirun" in argv
+    key = "hydra.sweep.dir=" if sweeping else "hydra.run.dir="
+    given = [a.split("=", 1)[1] for a in argv if a.startswith(key)]
+    if given:
+        return Path(given[-1])
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    return Path("outputs") / "runs" / f"{stamp}_invalid-command_{os.getpid()}"
+
+
+def record_invalid_command(argv: list[str], reason: str) -> Path | None:
+    """Write the record; None when no folder can be made there (the error line still says
+    what is wrong)."""
+    record = {"schema_version": schema.SCHEMA_VERSION, "name": "invalid-command",
+              "status": "error", "reason": reason, "command": argv, "config": None,
+              "env": environment(None), "epochs": []}
+    try:
+        return store.write(record, folder_for(argv))
+    except store.WriteError:
+        return None

@@ -1,0 +1,118 @@
+"""The first hour as a user meets gnnbench on a fresh, offline machine: the headline command
+works, help is ours, the console ends with the answer, and nothing noisy or stray is left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.processes import clean_env, run, run_without_override
+
+from gnnbench.report.summary import format_summary
+
+
+@pytest.mark.slow
+def test_the_headline_command_runs_offline_without_a_mirror(tmp_path):
+    """Issue point 1: Cora ships with the package; no data_mirror, no network."""
+    proc = run(["model=sage", "dataset=cora", "compile=true", "train.epochs=6",
+                "train.warmup_epochs=2", "wandb.mode=disabled", f"data_dir={tmp_path / 'd'}"],
+               tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [path] = list((tmp_path / "outputs").rglob("results.json"))
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok" and record["dataset"]["num_nodes"] == 2708
+    assert record["config"]["data_mirror"] is None
+    # The console ends with the answer, or says where an eager reference would come from.
+    assert "no eager run of this setting and seed found" in proc.stdout
+    assert "compile=false first, or add train.paired=true" in proc.stdout
+
+
+def test_help_is_a_page_of_our_own(tmp_path):
+    """Issue point 4: usage, every group's choices (from the config folders), presets,
+    variants, where results go; Hydra's help one flag away."""
+    proc = run(["--help"], tmp_path)
+    assert proc.returncode == 0 and "powered by Hydra" not in proc.stdout
+    for text in ("usage:", "gnnbench report DIR", "model=      gcn, sage",
+                 "variant=    default, eager", "experiment= arxiv-gcn", "outputs/runs/",
+                 "hydra.sweep.dir=", "train.paired=true"):
+        assert text in proc.stdout, text
+    hydra = run(["--hydra-help"], tmp_path)
+    assert hydra.returncode == 0 and "powered by Hydra" in hydra.stdout
+
+
+def test_a_failed_download_leaves_nothing_behind(tmp_path):
+    """Issue point 2: PubMed is not built in; with no mirror and no network the run fails
+    with one line and no empty data/PubMed/raw/ is left to confuse the next run."""
+    data = tmp_path / "data"
+    env = clean_env(tmp_path, https_proxy="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
+    proc = subprocess.run([sys.executable, "-m", "gnnbench", "dataset=pubmed",
+                           "wandb.mode=disabled", f"data_dir={data}"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    [error] = [line for line in proc.stderr.splitlines() if line.startswith("gnnbench: error")]
+    assert "cannot download PubMed" in error and "data_mirror" in error
+    assert not (data / "PubMed").exists()
+    assert [p.name for p in data.iterdir()] == [".PubMed.lock"]
+
+
+def test_a_read_only_data_dir_says_so(tmp_path):
+    """Issue point 2, as a user without write permission (root's override capability
+    dropped): not "cannot download ... set data_mirror"."""
+    data = tmp_path / "ro-data"
+    data.mkdir()
+    data.chmod(0o555)
+    proc = run_without_override(["dataset=cora", "wandb.mode=disabled", f"data_dir={data}"],
+                                tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    [error] = [line for line in proc.stderr.splitlines() if line.startswith("gnnbench: error")]
+    assert f"data_dir='{data}' is not writable (Permission denied)" in error
+
+
+def test_runs_and_sweeps_leave_no_noise_and_no_stray_files(tmp_path):
+    """Issue point 7: no "Processing... Done!" on the console (it is in the run's log), no
+    empty files, W&B's own logs under the sweep (none in $HOME), one sync command for every
+    W&B run of the sweep, and one report run however often the report is made."""
+    home = tmp_path / "home"
+    env = clean_env(tmp_path, HOME=str(home))
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", "-m", "dataset=cora", "train.seed=0,1",
+         "train.epochs=3", "train.warmup_epochs=1", "wandb.mode=offline",
+         f"data_dir={tmp_path / 'data'}", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "Processing" not in proc.stdout + proc.stderr
+    logs = [p.read_text() for p in sweep.glob("*/gnnbench.log")]
+    assert any("Cora: Processing..." in text for text in logs)
+    assert not [p for p in sweep.rglob("*") if p.is_file() and p.stat().st_size == 0]
+    assert not (home / ".cache" / "wandb").exists()
+    assert list(sweep.glob("wandb/service/**/core-debug-*.log"))
+    links = [p for p in sweep.rglob("*") if p.is_symlink()]
+    assert all(p.resolve().is_relative_to(sweep.resolve()) for p in links)
+    [sync] = [line for line in proc.stdout.splitlines() if "upload them all with" in line]
+    command = sync.split("upload them all with: ", 1)[1]
+    listed = subprocess.run(f"ls -d {command.removeprefix('wandb sync ')}", shell=True,
+                            capture_output=True, text=True).stdout.split()
+    assert len(listed) == 3  # two jobs and the report
+    report = subprocess.run([sys.executable, "-m", "gnnbench.report", str(sweep)],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert len(list(sweep.glob("wandb/offline-run-*"))) == 1
+
+
+def test_the_summary_names_expected_graph_breaks(run):
+    """Issue point 3: the whole step's two graph breaks are torch.optim's, and the console
+    says so instead of repeating dynamo's advice to remove them."""
+    result = run("model=sage", "compile=true", "compiler.scope=step", "train.paired=true",
+                 "train.epochs=8", "train.warmup_epochs=2")
+    assert result["status"] == "ok", result["reason"]
+    text = format_summary(result)
+    assert "2 graph break(s) (all expected: torch.optim's own graph_break() calls" in text
+    c = result["comparison"]
+    assert (f"=> {c['speedup']:.2f}x the eager train step [95% CI "
+            f"{c['speedup_ci95'][0]:.2f}–{c['speedup_ci95'][1]:.2f}] against paired eager twin"
+            in text)
+    assert Path(result["config"]["data_dir"]).is_dir()
