@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's sig
         return
     skip = pytest.mark.skip(reason="needs CUDA")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:  # not keywords: "gpu" may be an id
             item.add_marker(skip)
 
 
