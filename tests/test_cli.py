@@ -92,7 +92,7 @@ def incomplete_mirror(tmp_path: Path, mirror: Path) -> Path:
 
 
 BAD_INPUTS = [
-    (["model=gat"], ["gat", "gcn, sage"]),
+    (["model=gatv2"], ["gatv2", "gat, gcn, gin, sage"]),
     (["model=GCN"], ["'GCN'", "did you mean gcn?"]),
     (["dataset=Cora"], ["'Cora'", "did you mean cora?"]),
     (["-m", "dataset=cora,imagenet"], ["imagenet", "citeseer"]),

@@ -84,3 +84,25 @@ def test_cuda_out_of_memory_is_an_outcome_and_the_next_run_is_fine(run):
     assert "memory" in result["reason"].lower()
     after = run("dataset=cora", "train.device=cuda", "train.epochs=3", "train.warmup_epochs=1")
     assert after["status"] == "ok", after["reason"]
+
+
+@pytest.mark.parametrize("model", ["gcn", "sage"])
+def test_captured_eager_step_trains_like_its_eager_twin(run, model):
+    """capture=true without compile: PyTorch's own kernels replayed as one CUDA graph, beside
+    an eager twin from the same weights; it must learn the same and run faster (launches)."""
+    result = run("dataset=cora", f"model={model}", "train.device=cuda",
+                 "variant=eager-captured", "train.paired=true")
+    assert result["status"] == "ok", result["reason"]
+    assert result["cuda_graphs"] == "whole step"
+    assert result["cuda_graph_audit"]["whole_step_captured"] and result["compile"] is None
+    assert 0.78 <= result["accuracy"]["test_at_best_val"] <= 0.84
+    assert abs(result["comparison"]["test_acc_delta"]) <= 0.02
+    assert result["comparison"]["speedup"] > 1.5
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_precisions_run_on_the_gpu(run, precision):
+    result = run("dataset=cora", "train.device=cuda", f"train.precision={precision}",
+                 "compile=true")
+    assert result["status"] == "ok", result["reason"]
+    assert 0.77 <= result["accuracy"]["test_at_best_val"] <= 0.85

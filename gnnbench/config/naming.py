@@ -7,9 +7,12 @@ from collections.abc import Mapping
 
 
 def variant_label(cfg: Mapping) -> str:
-    """`eager`, or `compile-<mode>` followed by every compiler setting that differs from the
-    default: `compile-reduce-overhead step`, `compile-default dynamic=False paired`."""
+    """`eager`, `eager-captured` (the eager step replayed as one CUDA graph), or
+    `compile-<mode>` followed by every compiler setting that differs from the default:
+    `compile-reduce-overhead step`, `compile-default dynamic=False paired`."""
     if cfg["compile"] is not True:
+        if cfg.get("capture"):
+            return "eager-captured" + (" paired" if cfg["train"].get("paired") else "")
         return "eager"
     c = cfg["compiler"]
     extras = ["step" if c.get("scope") == "step" else "",

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     import torch
 
 BATCHING = ("full", "neighbor")
+# Defined here, the bottom layer, and used by training/precision.py and training/layouts.py.
+PRECISIONS = ("fp32", "tf32", "bf16")
+LAYOUTS = ("coo", "csr", "edge_index")
 SAMPLERS = ("auto", "gnnbench", "pyg")
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 
@@ -32,7 +35,18 @@ def validate(cfg: DictConfig) -> None:
     number("train.lr", train.lr, above=0)
     number("train.weight_decay", train.weight_decay, at_least=0)
     choice("train.paired", train.paired, (False, True))
+    choice("train.precision", train.get("precision", "fp32"), PRECISIONS)
+    layout = cfg.get("graph", {}).get("layout", "coo")
+    choice("graph.layout", layout, LAYOUTS)
+    choice("capture", cfg.get("capture", False), (False, True))
+    if cfg.get("capture"):
+        require(cfg.compile is False, "capture=true captures the eager step; with compile=true "
+                "use compiler.scope=step compiler.mode=reduce-overhead (variant=whole-step)")
+        require(train.batching == "full", "capture=true needs train.batching=full (a mini-batch "
+                "changes shape every batch, so a captured step could not be replayed)")
     choice("train.batching", train.batching, BATCHING)
+    require(layout == "coo" or train.batching == "full",
+            f"graph.layout={layout} needs train.batching=full (sampled batches are COO)")
     choice("train.sampler", train.sampler, SAMPLERS)
     if train.batching == "neighbor":
         fanouts = list(train.fanouts)
@@ -43,7 +57,9 @@ def validate(cfg: DictConfig) -> None:
         integer("train.batch_size", train.batch_size, 1)
         integer("train.eval_chunk", train.eval_chunk, 1)
         require(not train.paired, "train.paired=true needs train.batching=full")
-    resolve_device(train.device)
+    device = resolve_device(train.device)
+    require(not cfg.get("capture") or device.type == "cuda",
+            f"capture=true needs a CUDA device (train.device={train.device!r} is {device.type})")
     if cfg.data_mirror is not None:
         require(
             Path(str(cfg.data_mirror)).is_dir(),

@@ -149,5 +149,12 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
     compiler_errors = (dynamo_exc.TorchDynamoException, dynamo_exc.FailOnRecompileLimitHit,
                        *inductor_error)
     if isinstance(exc, compiler_errors):
+        # BackendCompilerFailed's own first line is "backend='inductor' raised:": the cause
+        # is the exception it wraps.
+        inner = getattr(exc, "inner_exception", None)
+        if inner is not None:
+            cause = next((line for line in str(inner).splitlines() if line.strip()), "")
+            return "compile_error", (f"{type(exc).__name__} ({first_line.strip()}) "
+                                     f"{type(inner).__name__}: {cause.strip()}")
         return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
     return None

@@ -10,11 +10,14 @@ from torch import Tensor, nn
 
 from gnnbench.config import choice, integer, number
 
+ACTIVATIONS = {"relu": F.relu, "elu": F.elu}
+
 
 class GNN(nn.Module):
-    """[dropout → conv → (batch norm) → ReLU] …, conv.
+    """[dropout → conv → (batch norm) → activation] …, conv.
 
     `input_dropout` is Kipf & Welling's dropout on the input features; OGB's examples use 0.
+    `hidden` is a hidden layer's width (for attention: heads × channels per head).
     """
 
     uses_edge_weight = False  # whether the convolution takes per-edge weights
@@ -22,16 +25,20 @@ class GNN(nn.Module):
     def __init__(self, cfg: DictConfig, in_channels: int, out_channels: int) -> None:
         super().__init__()
         dims = [in_channels] + [cfg.hidden] * (cfg.num_layers - 1) + [out_channels]
-        self.convs = nn.ModuleList(self.make_conv(i, o, cfg)
-                                   for i, o in zip(dims[:-1], dims[1:], strict=True))
+        last = len(dims) - 2
+        self.convs = nn.ModuleList(self.make_conv(i, o, cfg, k == last)
+                                   for k, (i, o) in enumerate(zip(dims[:-1], dims[1:],
+                                                                  strict=True)))
         self.norms = nn.ModuleList(
             nn.BatchNorm1d(cfg.hidden) if cfg.batch_norm else nn.Identity()
             for _ in self.convs[:-1]
         )
         self.dropout = float(cfg.dropout)
         self.input_dropout = float(cfg.get("input_dropout", 0.0))
+        self.activation = ACTIVATIONS[cfg.get("activation", "relu")]
 
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig) -> nn.Module:
+    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
+                  last: bool) -> nn.Module:
         raise NotImplementedError
 
     @classmethod
@@ -42,6 +49,7 @@ class GNN(nn.Module):
         for key in ("dropout", "input_dropout"):
             number(f"model.{key}", cfg.get(key, 0.0), at_least=0, below=1)
         choice("model.batch_norm", cfg.batch_norm, (False, True))
+        choice("model.activation", cfg.get("activation", "relu"), tuple(ACTIVATIONS))
 
     @classmethod
     def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
@@ -54,7 +62,7 @@ class GNN(nn.Module):
         """Layer i without dropout: what layer-wise inference applies to all nodes in turn."""
         conv = self.convs[i]
         x = conv(x, edge_index, edge_weight) if self.uses_edge_weight else conv(x, edge_index)
-        return self.norms[i](x).relu() if i < len(self.convs) - 1 else x
+        return self.activation(self.norms[i](x)) if i < len(self.convs) - 1 else x
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         x = F.dropout(x, p=self.input_dropout, training=self.training)

@@ -19,7 +19,8 @@ NORMALIZE = ("precompute", "layer")
 class GCN(GNN):
     uses_edge_weight = True
 
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig) -> nn.Module:
+    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
+                  last: bool) -> nn.Module:
         return GCNConv(in_channels, out_channels, normalize=cfg.normalize == "layer",
                        cached=bool(cfg.get("cached", False)))
 

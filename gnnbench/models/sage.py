@@ -16,7 +16,8 @@ AGGR = ("mean", "max", "sum", "lstm")
 
 
 class SAGE(GNN):
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig) -> nn.Module:
+    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
+                  last: bool) -> nn.Module:
         return SAGEConv(in_channels, out_channels, aggr=cfg.aggr)
 
     @classmethod

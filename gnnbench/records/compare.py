@@ -1,5 +1,9 @@
 """How compiled runs stand against eager runs of the same setting: the one function behind
-each run's `comparison` and every row of the report, so both always agree."""
+each run's `comparison` and every row of the report, so both always agree.
+
+Three speedups, each from the epochs after the warm-up: the train step (mini-batch: the
+train part of an epoch), inference (the eval forward), and the whole epoch as a user's loop
+sees it (`epoch_wall_s`: train, eval, metric reads and the runner's bookkeeping)."""
 
 from __future__ import annotations
 
@@ -7,12 +11,18 @@ import statistics
 
 from gnnbench.measure.stats import speedup
 
+MEASURES = {"train": "train_s", "inference": "eval_s", "epoch": "epoch_wall_s"}
+
+
+def steady(run: dict, key: str = "train_s", prefix: str = "") -> list[float]:
+    """`key` of every epoch after the warm-up; `prefix="eager_"` reads a paired run's twin."""
+    warmup = run["timing"]["warmup_epochs"]
+    return [r[f"{prefix}{key}"] for r in run["epochs"][warmup:] if f"{prefix}{key}" in r]
+
 
 def steady_steps(run: dict, prefix: str = "") -> list[float]:
-    """The train-step (mini-batch: train-epoch) times after the warm-up; `prefix="eager_"`
-    gives a paired run's eager twin."""
-    warmup = run["timing"]["warmup_epochs"]
-    return [r[f"{prefix}train_s"] for r in run["epochs"][warmup:]]
+    """The train-step (mini-batch: train-epoch) times after the warm-up."""
+    return steady(run, "train_s", prefix)
 
 
 def _median(values: list) -> float | None:
@@ -20,9 +30,13 @@ def _median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _pooled(runs: list[dict], key: str, prefix: str = "") -> list[float]:
+    return [s for r in runs for s in steady(r, key, prefix)]
+
+
 def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
-    """Pooled over runs: speedup of the compiled steps over the eager runs' steps with a
-    bootstrap CI, break-even epochs for the median compile overhead, accuracy delta (mean
+    """Pooled over runs: the three speedups of the compiled runs over the eager runs with
+    bootstrap CIs, break-even epochs for the median compile overhead, accuracy delta (mean
     test accuracy at best validation), and peak-memory ratio of the medians. Only ok runs
     are compared; None when either side has none."""
     eager = [r for r in eager if r["status"] == "ok"]
@@ -31,7 +45,8 @@ def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
         return None
     eager_peak = _median([r["memory"]["peak_bytes"] for r in eager])
     peak = _median([r["memory"]["peak_bytes"] for r in compiled])
-    return _against(compiled, [s for r in eager for s in steady_steps(r)],
+    reference = {m: _pooled(eager, key) for m, key in MEASURES.items()}
+    return _against(compiled, reference,
                     [r["accuracy"]["test_at_best_val"] for r in eager],
                     peak / eager_peak if eager_peak and peak is not None else None,
                     ", ".join(r["name"] for r in eager),
@@ -40,26 +55,32 @@ def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
 
 def compare_paired(compiled: list[dict]) -> dict | None:
     """The same, against the eager twins that paired runs trained in their own processes.
-    One process holds both models, so their peak memories cannot be told apart."""
+    One process holds both models, so their peak memories cannot be told apart, and an
+    epoch holds both models' work, so there is no whole-epoch speedup."""
     compiled = [r for r in compiled if r["status"] == "ok" and r.get("paired")]
     if not compiled:
         return None
-    return _against(compiled, [s for r in compiled for s in steady_steps(r, "eager_")],
+    reference = {"train": _pooled(compiled, "train_s", "eager_"),
+                 "inference": _pooled(compiled, "eval_s", "eager_"), "epoch": []}
+    return _against(compiled, reference,
                     [r["paired"]["accuracy"]["test_at_best_val"] for r in compiled],
                     None, "paired eager twin", None)
 
 
-def _against(compiled: list[dict], eager_steps: list[float], eager_accs: list[float],
-             memory_ratio: float | None, reference: str,
+def _against(compiled: list[dict], reference: dict[str, list[float]],
+             eager_accs: list[float], memory_ratio: float | None, name: str,
              reference_dirs: list | None) -> dict:
-    steps = [s for r in compiled for s in steady_steps(r)]
     overhead = _median([r["timing"]["compile_overhead_s"] for r in compiled])
-    out = speedup(eager_steps, steps, overhead)
+    out = speedup(reference["train"], _pooled(compiled, "train_s"), overhead)
+    for measure in ("inference", "epoch"):
+        mine = _pooled(compiled, MEASURES[measure])
+        out[measure] = (speedup(reference[measure], mine, overhead)
+                        if reference[measure] and mine else None)
     accs = [r["accuracy"]["test_at_best_val"] for r in compiled]
     out["test_acc_delta"] = statistics.fmean(accs) - statistics.fmean(eager_accs)
     out["eager_test_acc"] = statistics.fmean(eager_accs)
     out["memory_ratio"] = memory_ratio
-    out["reference"] = reference
+    out["reference"] = name
     if reference_dirs is not None:
         out["reference_dirs"] = reference_dirs
     return out

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 # measured. A new key is part of a setting unless it is listed here.
 NOT_MEASURED = ("data_dir", "data_mirror", "reference_dirs", "rerun", "wandb")
 # The variant (how the setting is compiled) and the run (seed), not the setting.
-VARIANT_KEYS = ("compile", "compiler")
+VARIANT_KEYS = ("compile", "compiler", "capture")
 # train.device: its type is part of the setting, its index is not (the type comes from
 # where the run ran). train.paired: how the eager side is measured, part of the variant label.
 NOT_MEASURED_TRAIN = ("seed", "device", "paired")

@@ -96,8 +96,14 @@ def _headline(result: dict) -> dict:
         "stability_warnings": len(stable["warnings"]) if stable else None,
     }
     if result.get("comparison"):
-        summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()
+        c = result["comparison"]
+        summary.update({f"vs_eager/{k}": v for k, v in c.items()
                         if not isinstance(v, (list, dict))})
+        for measure in ("inference", "epoch"):  # the other two speedups, flat for the table
+            if c.get(measure):
+                summary[f"vs_eager/{measure}_speedup"] = c[measure]["speedup"]
+                summary[f"vs_eager/{measure}_break_even_epochs"] = c[measure][
+                    "break_even_epochs"]
     return {k: v for k, v in summary.items() if v is not None}
 
 

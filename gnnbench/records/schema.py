@@ -17,11 +17,16 @@ from omegaconf import DictConfig, OmegaConf
 # 1: records before the version field (up to the reference sweep of 2026-11-30).
 # 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
 # 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
-SCHEMA_VERSION = 3
+# 4: `train.precision`, `graph.layout` and `capture` (the matrix of precisions and layouts),
+#    `graph` (layout and its conversion time), inference and whole-epoch speedups.
+SCHEMA_VERSION = 4
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
-ADDED_KEYS: dict[str, tuple[int, object]] = {}
+ADDED_KEYS: dict[str, tuple[int, object]] = {
+    "train.precision": (4, "fp32"),
+    "graph.layout": (4, "coo"),
+}
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
             "skipped")

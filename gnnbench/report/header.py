@@ -15,8 +15,12 @@ COLUMN_KEY = """\
 - **runs**: ok runs / runs of the row (its seeds).
 - **epoch time**: train step time after the warm-up (mini-batch: the whole train epoch),
   pooled over the row's runs: median [IQR = q3 - q1].
+- **variant**: how the setting is run (eager, compiled, captured); `(bf16, csr)`: a
+  precision or graph layout other than fp32 and COO.
 - **speedup**: eager median / this variant's median, same setting; above 1 is faster;
-  bootstrap 95 % CI (none with fewer than 5 steady epochs a side).
+  bootstrap 95 % CI (none with fewer than 5 steady epochs a side). Of the train step;
+  **inference speedup**: of the eval forward; **whole-epoch speedup**: of the epoch as a
+  loop sees it (train, eval, metric reads), medians with CIs likewise.
 - **compile overhead**: how much longer the warm-up epochs took than steady ones
   (compiling, autotuning, CUDA-graph recording): median over runs [the slowest run, usually
   a cold-cache compile].

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gnnbench.report.rows import setting_note
+
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -34,14 +36,15 @@ def overhead_cell(row: dict) -> str:
 def headline_rows(rows: list[dict]) -> list[dict]:
     """One entry per (model, dataset): its eager row, its `compile-default` row and its
     fastest compiled row that ran (None where there is none)."""
-    settings: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        settings.setdefault((row["model"], row["dataset"]), []).append(row)
+    settings: dict[tuple, list[dict]] = {}
+    for row in rows:  # rows of other precisions or layouts are settings of their own
+        key = (row["model"], row["dataset"], row.get("precision"), row.get("layout"))
+        settings.setdefault(key, []).append(row)
     out = []
-    for (model, dataset), members in settings.items():
+    for (model, dataset, *_), members in settings.items():
         compiled = [r for r in members if r["variant"] != "eager" and r["speedup"] is not None]
         out.append({
-            "model": model, "dataset": dataset,
+            "model": model, "dataset": dataset + setting_note(members[0]),
             "eager": next((r for r in members if r["variant"] == "eager"), None),
             "default": next((r for r in compiled if r["variant"] == "compile-default"), None),
             "fastest": max(compiled, key=lambda r: r["speedup"]) if compiled else None,
@@ -49,12 +52,20 @@ def headline_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _measure(row: dict, measure: str) -> str:
+    if row.get(f"{measure}_speedup") is None:
+        return "–"
+    return _x(row[f"{measure}_speedup"], (row.get(f"{measure}_ci_low"),
+                                          row.get(f"{measure}_ci_high")))
+
+
 def to_markdown(rows: list[dict], link: str) -> str:
     head = ("| model | dataset | eager train time per epoch (ms) | `compile=true` speedup "
-            "| fastest variant | its speedup [95% CI] | compile overhead (s), median [max] "
+            "| fastest variant | its speedup [95% CI] | its inference speedup "
+            "| its whole-epoch speedup | compile overhead (s), median [max] "
             "| break-even epochs "
             "| graph breaks | memory ratio | Δ test acc | runs |")
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 14]
     for h in headline_rows(rows):
         eager, default, best = h["eager"], h["default"], h["fastest"] or {}
         be = best.get("break_even_epochs")
@@ -62,6 +73,7 @@ def to_markdown(rows: list[dict], link: str) -> str:
             f"| {h['model']} | {h['dataset']} | {_num(eager and eager['epoch_ms'])} | "
             f"{_x(default and default['speedup'])} | {best.get('variant', '–')} | "
             f"{_x(best.get('speedup'), (best.get('speedup_ci_low'), best.get('speedup_ci_high')))}"
+            f" | {_measure(best, 'inference')} | {_measure(best, 'epoch')}"
             f" | {overhead_cell(best) if best else '–'} | "
             f"{_num(be, 0) if be is not None else ('never' if best else '–')} | "
             f"{_num(best.get('graph_breaks'), 0) if best.get('graph_breaks') is not None else '–'}"

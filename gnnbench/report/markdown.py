@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gnnbench.report import header
 from gnnbench.report.headline import overhead_cell
-from gnnbench.report.rows import groups, run_stability, stability_warnings
+from gnnbench.report.rows import groups, run_stability, setting_note, stability_warnings
 
 
 def _fmt(value: object, digits: int = 2) -> str:
@@ -40,15 +40,23 @@ def _stability(row: dict, disagree: bool) -> str:
     return "; ".join(parts) or ("too few epochs" if unstable is None else "ok")
 
 
+def _speedup(row: dict, measure: str) -> str:
+    value = row.get(f"{measure}_speedup")
+    if value is None:
+        return "–"
+    low, high = row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high")
+    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None else "")
+
+
 def to_markdown(rows: list[dict], skipped: int = 0,
                 disagree: list[bool] | None = None) -> str:
     """The table; `disagree[i]`: row i's runs disagree with each other (stability)."""
     disagree = disagree or [False] * len(rows)
     head = ("| model | dataset | variant | runs | epoch time (ms), median [IQR] | speedup "
-            "[95% CI] | compile overhead (s), median [max] | break-even epochs | graph breaks "
-            "| recompiles | CUDA graphs | memory ratio | test acc (mean ± std) "
-            "| Δ acc vs eager | stability | status |")
-    lines = [head, "|" + "---|" * 16]
+            "[95% CI] | inference speedup | whole-epoch speedup | compile overhead (s), "
+            "median [max] | break-even epochs | graph breaks | recompiles | CUDA graphs "
+            "| memory ratio | test acc (mean ± std) | Δ acc vs eager | stability | status |")
+    lines = [head, "|" + "---|" * 18]
     for r, runs_disagree in zip(rows, disagree, strict=True):
         speed = "–" if r["speedup"] is None else f"{r['speedup']:.2f}× " + (
             f"[{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
@@ -56,9 +64,9 @@ def to_markdown(rows: list[dict], skipped: int = 0,
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason'][:120]}"
         be = r["break_even_epochs"]
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['runs']} | "
+            f"| {r['model']} | {r['dataset']} | {r['variant']}{setting_note(r)} | {r['runs']} | "
             f"{_fmt(r['epoch_ms'])} [{_fmt(r['epoch_ms_iqr'])}] | {speed} | "
-            f"{overhead_cell(r)} | "
+            f"{_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | {overhead_cell(r)} | "
             f"{_fmt(be, 0) if be is not None else ('never' if r['speedup'] else '–')} | "
             f"{_fmt(r['graph_breaks'])} | {_fmt(r['recompiles'])} | {_cuda_graphs(r)} | "
             f"{_fmt(r['memory_ratio'])} | {_accuracy(r)} | {_fmt(r['test_acc_delta'], 4)} | "

@@ -18,7 +18,17 @@ COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "ep
            "speedup_ci_high", "compile_overhead_s", "compile_overhead_max_s",
            "break_even_epochs", "graph_breaks",
            "recompiles", "cuda_graphs", "cudagraph_skips", "memory_ratio", "test_acc_mean",
-           "test_acc_std", "test_acc_delta", "reason", "unstable_runs"]
+           "test_acc_std", "test_acc_delta", "reason", "unstable_runs", "precision", "layout",
+           "inference_speedup", "inference_ci_low", "inference_ci_high", "epoch_speedup",
+           "epoch_ci_low", "epoch_ci_high"]
+
+
+def setting_note(row: dict) -> str:
+    """The precision and layout of a row when they are not the defaults (fp32, coo): rows
+    of one model, dataset and variant differ by them in a matrix sweep."""
+    parts = [p for p, default in ((row["precision"], "fp32"), (row["layout"], "coo"))
+             if p and p != default]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -89,6 +99,8 @@ def build_rows(runs: list[dict]) -> list[dict]:
         failed = [r for r in members if r["status"] != "ok"]
         row = {c: None for c in COLUMNS}
         row.update(model=cfg["model"]["name"], dataset=cfg["dataset"]["name"], variant=variant,
+                   precision=cfg["train"].get("precision", "fp32"),
+                   layout=cfg.get("graph", {}).get("layout", "coo"),
                    runs=f"{len(ok)}/{len(members)} ok",
                    status="ok" if not failed else failed[0]["status"],
                    reason=failed[0]["reason"] if failed else None)
@@ -116,8 +128,9 @@ def build_rows(runs: list[dict]) -> list[dict]:
         # first, cold-cache compile of a sweep (autotuning modes: minutes, not seconds).
         row["compile_overhead_s"] = statistics.median(overheads) if overheads else None
         row["compile_overhead_max_s"] = max(overheads, default=None)
-        row["graph_breaks"] = max(r["compile"]["graph_breaks"] for r in ok)
-        row["recompiles"] = max(r["compile"]["recompiles"] for r in ok)
+        dynamo = [r["compile"] for r in ok if r.get("compile")]  # none for a captured eager step
+        row["graph_breaks"] = max((d["graph_breaks"] for d in dynamo), default=None)
+        row["recompiles"] = max((d["recompiles"] for d in dynamo), default=None)
         if cfg["train"].get("paired"):
             cmp = compare_paired(ok)
         else:
@@ -128,4 +141,9 @@ def build_rows(runs: list[dict]) -> list[dict]:
                    speedup_ci_high=cmp["speedup_ci95"][1],
                    break_even_epochs=cmp["break_even_epochs"],
                    test_acc_delta=cmp["test_acc_delta"], memory_ratio=cmp["memory_ratio"])
+        for measure in ("inference", "epoch"):
+            if cmp.get(measure):
+                low, high = cmp[measure]["speedup_ci95"]
+                row.update({f"{measure}_speedup": cmp[measure]["speedup"],
+                            f"{measure}_ci_low": low, f"{measure}_ci_high": high})
     return rows

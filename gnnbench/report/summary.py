@@ -66,7 +66,8 @@ def format_summary(result: dict, where: str | None = None) -> str:
 def _answer(result: dict) -> list[str]:
     """The line a compiled run is for: how much faster than eager, with its CI, when it pays
     back, and whether it learns the same; or where an eager reference would come from."""
-    if not result["config"].get("compile") or result["status"] != "ok":
+    cfg = result["config"]
+    if not (cfg.get("compile") or cfg.get("capture")) or result["status"] != "ok":
         return []
     c = result.get("comparison")
     if not c:
@@ -77,5 +78,8 @@ def _answer(result: dict) -> list[str]:
     ci = f" [95% CI {low:.2f}–{high:.2f}]" if low is not None else " (too few epochs for a CI)"
     pays = (f"compiling pays back after {c['break_even_epochs']:.0f} epochs"
             if c["break_even_epochs"] is not None else "compiling never pays back here")
+    others = "; ".join(f"{what} {c[m]['speedup']:.2f}x" for m, what in
+                       (("inference", "inference"), ("epoch", "whole epoch")) if c.get(m))
     return [f"  => {c['speedup']:.2f}x the eager train step{ci} against {c['reference']}; "
-            f"{pays}; test accuracy {c['test_acc_delta']:+.4f} vs eager"]
+            + (f"{others}; " if others else "")
+            + f"{pays}; test accuracy {c['test_acc_delta']:+.4f} vs eager"]

@@ -26,6 +26,7 @@ from gnnbench.runner import interrupts
 from gnnbench.runner.progress import Progress
 from gnnbench.training import compilation, sampler
 from gnnbench.training.epochs import Trainer
+from gnnbench.training.precision import matmul_precision
 
 
 def validate(cfg: DictConfig) -> None:
@@ -68,7 +69,7 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
     record["dataset"] = task.info
     trainer = Trainer(cfg, task, device)
-    record["batching"] = trainer.batching
+    record["batching"], record["graph"] = trainer.batching, trainer.graph
     memory.reset_peak(device)
     progress = Progress(cfg.train.epochs, label=record["name"])
     epochs = record["epochs"]
@@ -112,7 +113,13 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
             record["cuda_graph_audit"] = _cuda_graph_audit(trainer, recorder, device)
             record["cuda_graphs"] = record["cuda_graph_audit"]["used"]
         else:
-            record["cuda_graphs"] = "none"
+            captured = trainer.captured is not None and trainer.captured.captured
+            record["cuda_graphs"] = "whole step" if captured else "none"
+            if cfg.get("capture"):
+                record["cuda_graph_audit"] = {
+                    "requested": trainer.requested_cuda_graphs, "used": record["cuda_graphs"],
+                    "whole_step_captured": captured, "inductor_recorded_graphs": 0,
+                    "inductor_skips": 0, "inductor_skip_reasons": []}
         if epochs:
             record["accuracy"] = accuracy_summary(epochs)
         steady = [r["train_s"] for r in epochs[cfg.train.warmup_epochs:]]
@@ -167,7 +174,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         if device.type == "cuda":
             torch.cuda.set_device(device)
         record["env"] = environment(device)
-        with dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
+        with matmul_precision(cfg.train.get("precision", "fp32")), \
+                dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
             _train(cfg, device, record, recorder)
     except config.ConfigError as exc:
         record["status"], record["reason"] = "error", str(exc)
@@ -188,11 +196,13 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     wall_s = time.perf_counter() - started
     if record["epochs"]:
         warmup = min(cfg.train.warmup_epochs, len(record["epochs"]) - 1)
-        record["timing"] = timing_summary(record["epochs"], warmup, wall_s, bool(cfg.compile),
+        # A captured eager step also pays once, for the capture: it counts as one-off cost.
+        one_off = bool(cfg.compile) or bool(cfg.get("capture"))
+        record["timing"] = timing_summary(record["epochs"], warmup, wall_s, one_off,
                                           cfg.train.warmup_epochs)
     else:
         record["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
-    if record["status"] == "ok" and cfg.compile:
+    if record["status"] == "ok" and (cfg.compile or cfg.get("capture")):
         if record.get("paired"):
             record["comparison"] = compare.compare_paired([record])
         else:

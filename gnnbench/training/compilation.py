@@ -73,17 +73,21 @@ def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) 
     return "whole step" if batching == "full" else "none"
 
 
+def allocate_grads(optimizer: torch.optim.Optimizer) -> None:
+    """Gradients exist before the first step and are zeroed in place after, so a captured
+    step (and a compiled optimizer's guards) always see the same tensors."""
+    for group in optimizer.param_groups:
+        for parameter in group["params"]:
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
+
+
 def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
                        cfg: DictConfig) -> tuple[Callable, Callable]:
     """The parts of `compiler.scope=step`: forward and loss as one graph (no host sync: the
     loss indexes with tensors) and the optimizer step. CUDA graphs, if the mode asks for
     them, come from `CapturedStep` around the whole step, never from Inductor here."""
-    # Gradients exist before the first step and are zeroed in place after, so a captured
-    # step (and the compiled optimizer's guards) always see the same tensors.
-    for group in optimizer.param_groups:
-        for parameter in group["params"]:
-            if parameter.grad is None:
-                parameter.grad = torch.zeros_like(parameter)
+    allocate_grads(optimizer)
     mode = _WITHOUT_CUDAGRAPHS.get(cfg.mode, cfg.mode)
     compiled_loss = torch.compile(loss_fn, mode=mode, dynamic=cfg.dynamic,
                                   fullgraph=cfg.fullgraph, backend=cfg.backend)

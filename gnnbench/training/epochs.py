@@ -15,9 +15,10 @@ from torch import Tensor
 
 from gnnbench import models
 from gnnbench.data import Task
-from gnnbench.measure.timer import EpochTimer
-from gnnbench.training import compilation, sampler, steps
+from gnnbench.measure.timer import EpochTimer, timed
+from gnnbench.training import compilation, layouts, sampler, steps
 from gnnbench.training.optim import make_optimizer
+from gnnbench.training.precision import autocast, forward_in
 
 
 @dataclass
@@ -37,26 +38,39 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
-        self.edge_index, self.edge_weight = models.graph_inputs(cfg.model, task.edge_index,
-                                                                task.num_nodes)
+        self.precision = cfg.train.get("precision", "fp32")
+        edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index,
+                                                      task.num_nodes)
+        # The batches of neighbour sampling are built from the COO edges; the full graph
+        # is converted to the configured layout once, outside any timed step.
+        self.coo = edge_index, edge_weight
+        layout = cfg.get("graph", {}).get("layout", "coo")
+        (self.edge_index, self.edge_weight), convert_s = timed(
+            lambda: layouts.convert(layout, edge_index, edge_weight, task.num_nodes), device)
+        self.graph = {"layout": layout, "convert_s": convert_s}
         model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
-        whole_step = cfg.compile and cfg.compiler.scope == "step"
+        captured = bool(cfg.get("capture")) and not cfg.compile  # the eager step as one graph
+        whole_step = (cfg.compile and cfg.compiler.scope == "step") or captured
         self.requested_cuda_graphs = (
             compilation.requested_cuda_graphs(cfg.compiler, device, cfg.train.batching)
-            if cfg.compile else "none")
+            if cfg.compile else "whole step" if captured else "none")
         optimizer = make_optimizer(model.parameters(), cfg.train,
                                    capturable=whole_step and device.type == "cuda")
         # The paired twin starts from the same weights and trains eagerly beside the compiled
-        # model, epochs interleaved, so both see the same machine state.
-        twin = copy.deepcopy(model) if cfg.train.paired and cfg.compile else None
+        # (or captured) model, epochs interleaved, so both see the same machine state.
+        paired = cfg.train.paired and (cfg.compile or captured)
+        twin = copy.deepcopy(model) if paired else None
         forward = compilation.compile_model(model, cfg.compiler) if cfg.compile else model
         self.captured: compilation.CapturedStep | None = None
-        main = Variant("", forward, model, optimizer,
-                       self._whole_step(model, optimizer) if whole_step else None)
+        step = None
+        if whole_step:
+            step = (self._captured_eager_step(model, optimizer) if captured
+                    else self._whole_step(model, optimizer))
+        main = Variant("", forward_in(self.precision, device, forward), model, optimizer, step)
         self.variants = [main]
         if twin is not None:
-            self.variants.append(Variant("eager_", twin, twin,
-                                         make_optimizer(twin.parameters(), cfg.train)))
+            self.variants.append(Variant("eager_", forward_in(self.precision, device, twin),
+                                         twin, make_optimizer(twin.parameters(), cfg.train)))
         self.timers = {v.prefix: EpochTimer(device) for v in self.variants}
         self.batching = {"mode": "full"}
         self._epoch_of = self._full_batch_epoch
@@ -79,15 +93,32 @@ class Trainer:
         loss_fn, optimizer_step = compilation.compile_step_parts(
             functools.partial(steps.loss_of if full else steps.batch_loss_of, model),
             optimizer, self.cfg.compiler)
+        loss_fn = forward_in(self.precision, self.device, loss_fn)
         step = functools.partial(steps.whole_step, loss_fn, optimizer_step, model, optimizer)
         if not full:
             return step
-        task = self.task
-        step = functools.partial(step, task.x, self.edge_index, self.edge_weight,
-                                 task.splits["train"], task.y)
+        step = self._with_full_batch(step)
         if self.requested_cuda_graphs == "whole step":
             self.captured = step = compilation.CapturedStep(step)
         return step
+
+    def _captured_eager_step(self, model: models.GNN,
+                             optimizer: torch.optim.Optimizer) -> Callable:
+        """capture=true without compile: the eager step (PyTorch's own kernels, Adam with its
+        state on the device) replayed as one CUDA graph, so launch savings can be told apart
+        from Inductor's kernel fusion."""
+        compilation.allocate_grads(optimizer)
+        loss_fn = forward_in(self.precision, self.device,
+                             functools.partial(steps.loss_of, model))
+        step = self._with_full_batch(functools.partial(steps.whole_step, loss_fn,
+                                                       optimizer.step, model, optimizer))
+        self.captured = compilation.CapturedStep(step)
+        return self.captured
+
+    def _with_full_batch(self, step: Callable) -> Callable:
+        task = self.task
+        return functools.partial(step, task.x, self.edge_index, self.edge_weight,
+                                 task.splits["train"], task.y)
 
     def epoch(self, epoch: int) -> dict:
         """One epoch of every variant, who goes first alternating; the epoch's record."""
@@ -124,14 +155,15 @@ class Trainer:
         train, task = self.cfg.train, self.task
         kind = train.sampler if train.sampler != "auto" else (
             "pyg" if sampler.pyg_available() else "gnnbench")
-        self.graph = sampler.CSRGraph.from_edge_index(self.edge_index, task.num_nodes)
+        edge_index = self.coo[0]
+        self.csr = sampler.CSRGraph.from_edge_index(edge_index, task.num_nodes)
         if kind == "pyg":
             self.batches = sampler.PygNeighborBatches(
-                self.edge_index, task.num_nodes, task.splits["train"], train.fanouts,
+                edge_index, task.num_nodes, task.splits["train"], train.fanouts,
                 train.batch_size, train.seed)
         else:
             self.batches = sampler.NeighborSampler(
-                self.graph, task.splits["train"], train.fanouts, train.batch_size,
+                self.csr, task.splits["train"], train.fanouts, train.batch_size,
                 shuffle=True, seed=train.seed)
         self.batching = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
                          "batch_size": train.batch_size, "batches_per_epoch": len(self.batches)}
@@ -139,7 +171,7 @@ class Trainer:
 
     def _gather(self, batch: sampler.Batch) -> tuple:
         batch = batch.to(self.device)
-        weight = self.edge_weight[batch.e_id] if self.edge_weight is not None else None
+        weight = self.coo[1][batch.e_id] if self.coo[1] is not None else None
         return (self.task.x[batch.n_id], batch.edge_index, weight,
                 self.task.y[batch.n_id[: batch.batch_size]])
 
@@ -154,8 +186,12 @@ class Trainer:
                 v.step(*x) if v.step is not None
                 else steps.train_batch_step(v.forward, v.model, v.optimizer, *x)))
             total, count = total + loss, count + 1
-        pred = timer.measure("eval_s", lambda: steps.layerwise_predict(
-            v.model, task.x, self.graph, self.edge_weight, self.cfg.train.eval_chunk))
+        def predict() -> Tensor:
+            with autocast(self.precision, self.device):
+                return steps.layerwise_predict(v.model, task.x, self.csr, self.coo[1],
+                                               self.cfg.train.eval_chunk)
+
+        pred = timer.measure("eval_s", predict)
         seconds, acc = timer.read(), steps.split_accuracy(pred, task)
         stages = {k: seconds[k] for k in ("sample_s", "transfer_s", "compute_s")}
         return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
