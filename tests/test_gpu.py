@@ -106,3 +106,17 @@ def test_precisions_run_on_the_gpu(run, precision):
                  "compile=true")
     assert result["status"] == "ok", result["reason"]
     assert 0.77 <= result["accuracy"]["test_at_best_val"] <= 0.85
+
+
+@pytest.mark.parametrize("model", ["gcn", "sage"])
+def test_captured_whole_epoch_trains_like_its_eager_twin(run, model):
+    """variant=whole-epoch on CUDA: two captured graphs an epoch (the step; the eval with its
+    metrics), one copy of the metrics; it learns what its eager twin learns."""
+    result = run("dataset=cora", f"model={model}", "train.device=cuda", "variant=whole-epoch",
+                 "train.paired=true")
+    assert result["status"] == "ok", result["reason"]
+    assert result["cuda_graphs"] == "whole epoch"
+    assert 0.78 <= result["accuracy"]["test_at_best_val"] <= 0.84
+    assert abs(result["comparison"]["test_acc_delta"]) <= 0.02
+    losses = [r["loss"] for r in result["epochs"]]
+    assert losses[-1] < 0.5 * losses[4]  # replays train

@@ -15,7 +15,7 @@ def variant_label(cfg: Mapping) -> str:
             return "eager-captured" + (" paired" if cfg["train"].get("paired") else "")
         return "eager"
     c = cfg["compiler"]
-    extras = ["step" if c.get("scope") == "step" else "",
+    extras = [c["scope"] if c.get("scope") in ("step", "epoch") else "",
               f"dynamic={c['dynamic']}" if c["dynamic"] is not True else "",
               "fullgraph=False" if c["fullgraph"] is not True else "",
               f"backend={c['backend']}" if c["backend"] != "inductor" else "",

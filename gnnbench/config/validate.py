@@ -45,6 +45,9 @@ def validate(cfg: DictConfig) -> None:
         require(train.batching == "full", "capture=true needs train.batching=full (a mini-batch "
                 "changes shape every batch, so a captured step could not be replayed)")
     choice("train.batching", train.batching, BATCHING)
+    require(not (cfg.compile and cfg.compiler.get("scope") == "epoch")
+            or train.batching == "full", "compiler.scope=epoch needs train.batching=full "
+            "(its eval is a full-graph forward; neighbour batches use compiler.scope=step)")
     require(layout == "coo" or train.batching == "full",
             f"graph.layout={layout} needs train.batching=full (sampled batches are COO)")
     choice("train.sampler", train.sampler, SAMPLERS)

@@ -12,7 +12,10 @@ from torch import nn
 from gnnbench.config import choice, require
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-SCOPES = ("model", "step")
+# model: torch.compile(model); step: forward+loss and the optimizer step compiled (captured
+# as one CUDA graph under a CUDA-graph mode); epoch: the step and the eval forward with the
+# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch.
+SCOPES = ("model", "step", "epoch")
 # Under scope=step, gnnbench captures the whole step in one CUDA graph itself, so Inductor
 # compiles the parts without its own CUDA graphs (cudagraph trees inside a capture would nest).
 _WITHOUT_CUDAGRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
@@ -41,10 +44,11 @@ def validate(cfg: DictConfig) -> None:
 
 
 def expected_graph_breaks(compile_record: dict, cfg: DictConfig) -> tuple[int, str | None]:
-    """Graph breaks a setting causes by design, and why. Under scope=step the optimizer step
+    """Graph breaks a setting causes by design, and why. Under scope=step (and epoch) the
+    optimizer step
     is compiled with fullgraph=False and torch.optim calls `torch._dynamo.graph_break()`
     itself; dynamo's hint to remove that call is not meant for the user."""
-    if cfg.scope != "step":
+    if cfg.scope not in ("step", "epoch"):
         return 0, None
     count = sum(r["count"] for r in compile_record["graph_break_reasons"]
                 if "graph_break()" in r["reason"])
@@ -62,7 +66,8 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
 def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) -> str:
     """Which CUDA graphs a compiled setting asks for (`cfg` is the `compiler` group):
     `cudagraph trees` (Inductor's, model scope under a CUDA-graph mode), `whole step`
-    (scope=step under such a mode, full batch: gnnbench captures the step itself), or
+    (scope=step under such a mode, full batch: gnnbench captures the step itself), `whole
+    epoch` (scope=epoch: the step and the eval with its metrics, two captured graphs), or
     `none`. Mini-batches change shape every batch, so a captured step could not be
     replayed there and the compiled parts run without CUDA graphs. What a run actually
     got is observed separately (Inductor's counters, `CapturedStep.captured`)."""
@@ -70,7 +75,9 @@ def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) 
         return "none"
     if cfg.scope == "model":
         return "cudagraph trees"
-    return "whole step" if batching == "full" else "none"
+    if batching != "full":
+        return "none"
+    return "whole epoch" if cfg.scope == "epoch" else "whole step"
 
 
 def allocate_grads(optimizer: torch.optim.Optimizer) -> None:
@@ -82,6 +89,13 @@ def allocate_grads(optimizer: torch.optim.Optimizer) -> None:
                 parameter.grad = torch.zeros_like(parameter)
 
 
+def compile_function(fn: Callable, cfg: DictConfig) -> Callable:
+    """A function of a whole-step or whole-epoch scope, compiled without Inductor's own CUDA
+    graphs (gnnbench captures the scope itself: cudagraph trees inside would nest)."""
+    return torch.compile(fn, mode=_WITHOUT_CUDAGRAPHS.get(cfg.mode, cfg.mode),
+                         dynamic=cfg.dynamic, fullgraph=cfg.fullgraph, backend=cfg.backend)
+
+
 def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
                        cfg: DictConfig) -> tuple[Callable, Callable]:
     """The parts of `compiler.scope=step`: forward and loss as one graph (no host sync: the
@@ -89,8 +103,7 @@ def compile_step_parts(loss_fn: Callable, optimizer: torch.optim.Optimizer,
     them, come from `CapturedStep` around the whole step, never from Inductor here."""
     allocate_grads(optimizer)
     mode = _WITHOUT_CUDAGRAPHS.get(cfg.mode, cfg.mode)
-    compiled_loss = torch.compile(loss_fn, mode=mode, dynamic=cfg.dynamic,
-                                  fullgraph=cfg.fullgraph, backend=cfg.backend)
+    compiled_loss = compile_function(loss_fn, cfg)
 
     @torch.compile(mode=mode, fullgraph=False, backend=cfg.backend)
     def optimizer_step() -> None:
