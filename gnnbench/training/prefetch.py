@@ -63,6 +63,8 @@ class Prefetcher(Generic[T]):
             raise ValueError(f"depth must be at least 1, got {depth}")
         self.batches = batches
         self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:  # the thread's own
+            self.device = torch.device("cuda", torch.cuda.current_device())  # could differ
         self.depth = depth
         self.prepare = prepare
         self.background = self.device.type == "cuda" if background is None else background
