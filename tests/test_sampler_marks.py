@@ -10,6 +10,7 @@ from test_sampler import pick_seeds, power_law_graph, reference_full_expansion
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gnnbench.training import sampler
+from gnnbench.training.dedup import NOT_REACHED
 from gnnbench.training.sampler import CSRGraph, NeighborSampler, NodeMarks, sample_neighbors
 
 DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -72,7 +73,7 @@ def test_a_reused_mark_array_gives_what_a_fresh_one_gives(graph_data, device):
     for _ in range(2):
         for chunk in seeds.split(64):
             got = sample_neighbors(graph, chunk, [6, 4, 2], gen_reused, reused)
-            assert bool((reused.ids == sampler.NOT_REACHED).all())
+            assert bool((reused.ids == NOT_REACHED).all())
             expected = sample_neighbors(graph, chunk, [6, 4, 2], gen_fresh, NodeMarks(n, device))
             assert_same_batch(got, expected)
 
@@ -111,11 +112,11 @@ def test_a_sampling_that_fails_half_way_leaves_no_trace(graph_data, monkeypatch)
     with pytest.raises(RuntimeError, match="device lost"):
         sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0), marks)
     monkeypatch.setattr(sampler, "_host", real_host)
-    assert not bool((marks.ids == sampler.NOT_REACHED).all())  # half-written, as it died
+    assert not bool((marks.ids == NOT_REACHED).all())  # half-written, as it died
     after = sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0), marks)
     expected = sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0))
     assert_same_batch(after, expected)
-    assert bool((marks.ids == sampler.NOT_REACHED).all())
+    assert bool((marks.ids == NOT_REACHED).all())
 
 
 def test_one_mark_array_serves_one_sampling_at_a_time():

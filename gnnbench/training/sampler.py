@@ -5,6 +5,12 @@ for every torch build, platform and CUDA version this suite runs on. This module
 the same recipe and produces the same batch layout (seeds first, local `edge_index` from
 sampled neighbour to the node it was sampled for, `e_id` into the full graph) with
 device-agnostic tensor ops only, so a graph that lives on the GPU is sampled there.
+
+On a GPU the sampler is bound by kernel launches and by its reads of device values (each
+one stalls the launching thread until the GPU has caught up), not by arithmetic. So sizes
+come from the fan-outs wherever they can (k padded slots per node, real ones masked), and a
+hop reads one pair of counts, new nodes and edges, in one go (dedup.NodeMarks); the
+counts then size the next hop exactly.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from gnnbench.training.dedup import NodeMarks, compact, extend_sorted
 
 
 def pyg_available() -> bool:
@@ -120,86 +127,6 @@ def _sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator
     return pos.view(-1), seg, valid.view(-1), None
 
 
-def _compact(values: Tensor, keep: Tensor, rank: Tensor, size: int) -> Tensor:
-    """values[keep] when `size` = keep.sum() and `rank` = cumsum(keep) - 1 are known: one
-    scatter (dropped entries go to a trash slot), where boolean indexing would read the
-    count back from the device once more."""
-    out = values.new_empty(size + 1)
-    out.scatter_(0, torch.where(keep, rank, size), values)
-    return out[:size]
-
-
-def _extend(n_id: Tensor, found: Tensor) -> tuple[Tensor, Tensor]:
-    """Append the nodes of `found` not yet in `n_id` in order of first appearance; return
-    the new n_id and the local id of every entry of `found`. Sort-based, no N-sized buffer."""
-    n_old = n_id.numel()
-    uniq, inv = torch.unique(torch.cat([n_id, found]), return_inverse=True)
-    order = torch.arange(inv.numel(), device=inv.device)
-    first = torch.full_like(uniq, inv.numel()).scatter_reduce_(0, inv, order, reduce="amin")
-    new = (first >= n_old).nonzero().view(-1)
-    new = new[torch.argsort(first[new])]  # torch.unique sorted by id; restore discovery order
-    local = first  # a node already in n_id keeps its position there
-    local[new] = torch.arange(n_old, n_old + new.numel(), device=inv.device)
-    return torch.cat([n_id, uniq[new]]), local.index_select(0, inv[n_old:])
-
-
-NOT_REACHED = torch.iinfo(torch.long).max
-
-
-class NodeMarks:
-    """Global node id -> local id in the batch being sampled (NOT_REACHED if not reached), a
-    node-sized array allocated once per sampler and reset only where a batch wrote: a hop's
-    de-duplication is then a few scatters and gathers over that hop's edges, not a sort of
-    everything found so far (torch.unique). Slot `num_nodes` is a trash slot for masked-out
-    entries, so masks never need compacting (a host sync) before a scatter.
-
-    Serves one sampling at a time: two iterators of one sampler interleaved would corrupt
-    each other, so that raises instead. A sampling that fails half-way leaves it dirty; the
-    next one then clears all of it."""
-
-    def __init__(self, num_nodes: int, device: torch.device | str) -> None:
-        self.ids = torch.full((num_nodes + 1,), NOT_REACHED, dtype=torch.long, device=device)
-        self.trash = num_nodes
-        self._busy = self._dirty = False
-
-    @contextmanager
-    def claim(self) -> Iterator[Tensor]:
-        if self._busy:
-            raise RuntimeError("this NodeMarks is in use by another sampling; give each "
-                               "concurrent iteration its own sampler")
-        self._busy = True
-        try:
-            if self._dirty:
-                self.ids.fill_(NOT_REACHED)
-            self._dirty = True
-            yield self.ids
-        finally:
-            self._busy = False
-
-    def reset(self, touched: Tensor) -> None:
-        """Clean again after a batch whose nodes are `touched`: O(batch), not O(graph)."""
-        self.ids.index_fill_(0, touched, NOT_REACHED)
-        self.ids[self.trash:].fill_(NOT_REACHED)
-        self._dirty = False
-
-
-def _mark_new(ids: Tensor, trash: int, found: Tensor, valid: Tensor | None,
-              n_old: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Number the nodes of `found` (real entries only) reached for the first time n_old,
-    n_old + 1, ... in order of first appearance, as torch.unique + first-index would; return
-    every entry's local id, and which entries first reached a new node with their rank."""
-    # Padding entries may read any node (their results are dropped) but never write one.
-    order = torch.arange(found.numel(), device=found.device)
-    is_new = ids.index_select(0, found) == NOT_REACHED
-    if valid is not None:
-        is_new &= valid
-    ids.scatter_reduce_(0, torch.where(is_new, found, trash), order, reduce="amin")
-    is_first = is_new & (ids.index_select(0, found) == order)  # a new node's first entry
-    rank = torch.cumsum(is_first, 0) - 1
-    ids.scatter_(0, torch.where(is_first, found, trash), rank + n_old)
-    return ids.index_select(0, found), is_first, rank
-
-
 def _host(values: Tensor) -> list[int]:
     """Every device-to-host read of the sampler goes through here (the tests count them)."""
     return values.view(-1).tolist()
@@ -207,8 +134,8 @@ def _host(values: Tensor) -> list[int]:
 
 def _real(valid: Tensor, total: int, *slots: Tensor) -> list[Tensor]:
     """The entries of each of `slots` at the `total` real slots, in order."""
-    keep = _compact(torch.arange(valid.numel(), device=valid.device), valid,
-                    torch.cumsum(valid, 0) - 1, total)
+    keep = compact(torch.arange(valid.numel(), device=valid.device), valid,
+                   torch.cumsum(valid, 0) - 1, total)
     return [t.index_select(0, keep) for t in slots]
 
 
@@ -256,15 +183,15 @@ def _sample(graph: CSRGraph, n_id: Tensor, fanouts: Sequence[int],
             valid = None
         found = graph.col.index_select(0, pos)
         if marks is None:
-            n_id, local = _extend(n_id, found)
+            n_id, local = extend_sorted(n_id, found)
         else:
-            local, is_first, rank = _mark_new(marks.ids, marks.trash, found, valid, n_old)
+            local, is_first, rank = marks.number(found, valid, n_old)
             if valid is None:
                 (added,) = _host(is_first.sum())
             else:  # one read for both counts
                 added, total = _host(torch.stack([is_first.sum(), valid.sum()]))
                 local, pos, seg = _real(valid, total, local, pos, seg)
-            n_id = torch.cat([n_id, _compact(found, is_first, rank, added)])
+            n_id = torch.cat([n_id, compact(found, is_first, rank, added)])
         rows.append(local)
         cols.append(seg + lo)
         e_ids.append(graph.perm.index_select(0, pos))
