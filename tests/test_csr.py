@@ -191,3 +191,17 @@ def test_cusparse_sums_multi_edges_and_compiles():
     torch.testing.assert_close(loss, eager_loss)
     for a, b in zip(grads, eager_grads, strict=True):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_on_cuda(dtype):
+    """cuSPARSE's own half kernels, if this torch build has them; if not, this fails with
+    torch's 'not implemented for' error, and csr_mm should upcast on CUDA as on CPU."""
+    edge_index = power_law_graph(N, 400, seed=2)
+    adj = CSRAdjacency.from_edge_index(edge_index, N, aggr="mean").to("cuda")
+    x = torch.randn(N, 8, device="cuda")
+    out = spmm(adj, x.to(dtype))
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), spmm(adj, x.to(dtype).float()), rtol=2e-2,
+                               atol=2e-2)
