@@ -7,6 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from test_sampler import power_law_graph
+from test_sampler_marks import SyncOps
 from torch_geometric.nn import GCNConv, SAGEConv
 
 from gnnbench.measure.dynamo import DynamoRecorder
@@ -123,6 +124,15 @@ def test_half_precision_on_cpu_is_computed_in_float32(graph, dtype):
     out = spmm(adj, x.to(dtype))
     assert out.dtype == dtype
     torch.testing.assert_close(out.float(), spmm(adj, x.to(dtype).float()), rtol=1e-2, atol=1e-2)
+
+
+def test_building_an_adjacency_reads_nothing_back(graph):
+    """Built once per sampled batch, possibly in the prefetch thread: no host sync."""
+    inner = graph[:, graph[1] < 40]
+    with SyncOps() as ops:
+        CSRAdjacency.from_edge_index(graph, N, aggr="mean")
+        CSRAdjacency.from_edge_index(inner, N, torch.rand(inner.size(1)), num_targets=40)
+    assert ops.seen == []
 
 
 def test_argument_checks(graph):
