@@ -7,6 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from test_sampler import pick_seeds, power_law_graph
+from test_sampler_marks import SyncOps
 
 from gnnbench import models
 from gnnbench.training import steps
@@ -75,8 +76,10 @@ def test_padding_edges_touch_no_real_node(task):
     batch = next(iter(sampler))
     n = batch.n_id.numel()
     buckets = Buckets([(n + 10, batch.edge_index.size(1) + 50)], seeds=64)
-    padded = buckets.pad(x[batch.n_id], batch.edge_index, torch.ones(batch.e_id.numel()),
-                         y[batch.n_id[:64]])
+    with SyncOps() as ops:  # sizes come from shapes: padding reads nothing back
+        padded = buckets.pad(x[batch.n_id], batch.edge_index, torch.ones(batch.e_id.numel()),
+                             y[batch.n_id[:64]])
+    assert ops.seen == []
     extra = padded.edge_index[:, batch.edge_index.size(1):]
     assert extra.size(1) == 50 and bool((extra == n + 9).all())
     assert torch.equal(torch.bincount(padded.edge_index[1], minlength=n + 10)[:n],
