@@ -5,16 +5,25 @@ for every torch build, platform and CUDA version this suite runs on. This module
 the same recipe and produces the same batch layout (seeds first, local `edge_index` from
 sampled neighbour to the node it was sampled for, `e_id` into the full graph) with
 device-agnostic tensor ops only, so a graph that lives on the GPU is sampled there.
+
+On a GPU the sampler is bound by kernel launches and by its reads of device values (each
+one stalls the launching thread until the GPU has caught up), not by arithmetic. So sizes
+come from the fan-outs wherever they can (k padded slots per node, real ones masked), and a
+hop reads one pair of counts, new nodes and edges, in one go (dedup.NodeMarks); the
+counts then size the next hop exactly.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from gnnbench.training.dedup import NodeMarks, compact, extend_sorted
 
 
 def pyg_available() -> bool:
@@ -46,6 +55,11 @@ class CSRGraph:
     def device(self) -> torch.device:
         return self.rowptr.device
 
+    @functools.cached_property
+    def max_degree(self) -> int:
+        """Read once per graph: a fan-out at least this large takes every neighbour."""
+        return int((self.rowptr[1:] - self.rowptr[:-1]).max()) if self.num_nodes else 0
+
     def to(self, device: torch.device | str) -> CSRGraph:
         return CSRGraph(self.rowptr.to(device), self.col.to(device), self.perm.to(device),
                         self.num_nodes)
@@ -73,89 +87,138 @@ class Batch:
 def _floyd(n: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
     """k distinct positions uniformly from range(n[i]) for each row, n[i] > k (Floyd's
     algorithm). Its k steps are vectorised over rows, so a hub of a million neighbours
-    costs the same as one of k + 1: drawing random keys for every incident edge would not."""
-    picks = n.new_empty(n.numel(), k)
-    for step in range(k):
-        j = n - k + step
-        u = torch.rand(n.numel(), generator=generator, device=n.device, dtype=torch.float64)
-        t = torch.minimum((u * (j + 1)).long(), j)  # uniform in [0, j]
-        taken = (picks[:, :step] == t.unsqueeze(1)).any(1)
-        picks[:, step] = torch.where(taken, j, t)
+    costs the same as one of k + 1: drawing random keys for every incident edge would not.
+    All k draws are made at once; only the collision check runs step by step."""
+    j = n.unsqueeze(1) - k + torch.arange(k, device=n.device)  # step s draws from [0, j_s]
+    u = torch.rand(j.shape, generator=generator, device=n.device, dtype=torch.float64)
+    picks = torch.minimum((u * (j + 1)).long(), j)
+    for step in range(1, k):  # a draw already taken is replaced by j_s, never taken before
+        taken = (picks[:, :step] == picks[:, step:step + 1]).any(1)
+        column = picks[:, step]
+        torch.where(taken, j[:, step], column, out=column)
     return picks
 
 
-def _sample_slots(start: Tensor, deg: Tensor, k: int,
-                  generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
-    """CSR positions of the edges sampled for each frontier node, and which node each is for."""
-    count = deg if k < 0 else deg.clamp(max=k)
-    total = int(count.sum())
-    first_slot = torch.cumsum(count, 0) - count
-    seg = torch.repeat_interleave(torch.arange(deg.numel(), device=deg.device), count,
-                                  output_size=total)
-    # Take-all by default: slot i of node s is CSR position start[s] + i. (index_select,
-    # not [], for 1-D gathers: on CPU it is several times faster at random positions.)
-    pos = (start - first_slot).index_select(0, seg) + torch.arange(total, device=deg.device)
-    if k > 0:
-        heavy = (deg > k).nonzero().view(-1)
-        if heavy.numel():  # those rows own exactly k slots each: overwrite them with a draw
-            slots = first_slot[heavy].unsqueeze(1) + torch.arange(k, device=deg.device)
-            picks = start[heavy].unsqueeze(1) + _floyd(deg[heavy], k, generator)
-            pos[slots.view(-1)] = picks.view(-1)
-    return pos, seg
+def _sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator | None
+                  ) -> tuple[Tensor, Tensor, Tensor | None, int | None]:
+    """CSR positions of the edges sampled for each frontier node, which node each is for, and
+    which slots are real. With k > 0 every node owns k slots, the first min(deg, k) real: the
+    sizes follow from the fan-out, so no count is read back to the host. With k < 0 (take
+    all) the edge total is read once (returned), and every slot is real (mask None)."""
+    device = deg.device
+    if k < 0:
+        (total,) = _host(deg.sum())  # the one count a take-all hop reads before sampling
+        first_slot = torch.cumsum(deg, 0) - deg
+        seg = torch.repeat_interleave(torch.arange(deg.numel(), device=device), deg,
+                                      output_size=total)
+        # (index_select, not [], for 1-D gathers: on CPU several times faster at random
+        # positions.)
+        pos = (start - first_slot).index_select(0, seg) + torch.arange(total, device=device)
+        return pos, seg, None, total
+    slot = torch.arange(k, device=device)
+    pos = start.unsqueeze(1) + slot  # take-all for nodes of degree <= k
+    heavy = deg > k
+    # Drawn for every row: finding the heavy rows first would cost a host sync, more than
+    # the draws for light rows whose picks are then discarded (n = k + 1 keeps Floyd valid).
+    picks = start.unsqueeze(1) + _floyd(torch.where(heavy, deg, k + 1), k, generator)
+    valid = slot < deg.unsqueeze(1)
+    pos = torch.where(heavy.unsqueeze(1), picks, torch.where(valid, pos, 0))
+    seg = torch.arange(deg.numel(), device=device).repeat_interleave(k)
+    return pos.view(-1), seg, valid.view(-1), None
 
 
-def _extend(n_id: Tensor, found: Tensor) -> tuple[Tensor, Tensor]:
-    """Append the nodes of `found` not yet in `n_id` in order of first appearance; return
-    the new n_id and the local id of every entry of `found`. Sort-based, no N-sized buffer."""
-    n_old = n_id.numel()
-    uniq, inv = torch.unique(torch.cat([n_id, found]), return_inverse=True)
-    order = torch.arange(inv.numel(), device=inv.device)
-    first = torch.full_like(uniq, inv.numel()).scatter_reduce_(0, inv, order, reduce="amin")
-    new = (first >= n_old).nonzero().view(-1)
-    new = new[torch.argsort(first[new])]  # torch.unique sorted by id; restore discovery order
-    local = first  # a node already in n_id keeps its position there
-    local[new] = torch.arange(n_old, n_old + new.numel(), device=inv.device)
-    return torch.cat([n_id, uniq[new]]), local.index_select(0, inv[n_old:])
+def _host(values: Tensor) -> list[int]:
+    """Every device-to-host read of the sampler goes through here (the tests count them)."""
+    return values.view(-1).tolist()
+
+
+def _real(valid: Tensor, total: int, *slots: Tensor) -> list[Tensor]:
+    """The entries of each of `slots` at the `total` real slots, in order."""
+    keep = compact(torch.arange(valid.numel(), device=valid.device), valid,
+                   torch.cumsum(valid, 0) - 1, total)
+    return [t.index_select(0, keep) for t in slots]
 
 
 def sample_neighbors(graph: CSRGraph, seeds: Tensor, fanouts: Sequence[int],
-                     generator: torch.Generator | None = None) -> Batch:
+                     generator: torch.Generator | None = None,
+                     marks: NodeMarks | None = None) -> Batch:
     """Uniform sampling without replacement, hop by hop, as NeighborLoader does it: each
     hop expands only the nodes first reached at the previous one, up to fanouts[hop]
     incoming edges each (-1: all). `seeds` must be distinct and on the graph's device;
-    `generator`, if given, must live there too."""
+    `generator`, if given, must live there too. With `marks` (reused across batches) a hop
+    with a positive fan-out reads one pair of counts back from the device; without, each
+    hop de-duplicates with torch.unique and needs no node-sized buffer."""
     n_id = seeds.to(device=graph.device, dtype=torch.long)
+    if marks is None:
+        return _sample(graph, n_id, fanouts, generator, None)
+    with marks.claim() as ids:
+        ids.index_copy_(0, n_id, torch.arange(n_id.numel(), device=n_id.device))
+        batch = _sample(graph, n_id, fanouts, generator, marks)
+        marks.reset(batch.n_id)
+    return batch
+
+
+def _sample(graph: CSRGraph, n_id: Tensor, fanouts: Sequence[int],
+            generator: torch.Generator | None, marks: NodeMarks | None) -> Batch:
     lo = 0  # the frontier, nodes to expand, is n_id[lo:]: those first reached last hop
+    device = graph.device
     rows, cols, e_ids = [], [], []
     num_nodes, num_edges = [n_id.numel()], []
     for k in fanouts:
+        n_old = n_id.numel()
+        if k == 0 or n_old == lo or graph.col.numel() == 0:  # nothing to expand: no reads
+            num_nodes.append(0)
+            num_edges.append(0)
+            lo = n_old
+            continue
+        if k >= graph.max_degree:  # the same edges, without k padding slots per node
+            k = -1
         nodes = n_id[lo:]
         start = graph.rowptr.index_select(0, nodes)
         deg = graph.rowptr.index_select(0, nodes + 1) - start
-        pos, seg = _sample_slots(start, deg, k, generator)
-        n_old = n_id.numel()
-        n_id, src_local = _extend(n_id, graph.col.index_select(0, pos))
-        rows.append(src_local)
+        pos, seg, valid, total = _sample_slots(start, deg, k, generator)
+        if valid is not None and marks is None:  # torch.unique takes the real entries only
+            (total,) = _host(valid.sum())
+            pos, seg = _real(valid, total, pos, seg)
+            valid = None
+        found = graph.col.index_select(0, pos)
+        if marks is None:
+            n_id, local = extend_sorted(n_id, found)
+        else:
+            local, is_first, rank = marks.number(found, valid, n_old)
+            if valid is None:
+                (added,) = _host(is_first.sum())
+            else:  # one read for both counts
+                added, total = _host(torch.stack([is_first.sum(), valid.sum()]))
+                local, pos, seg = _real(valid, total, local, pos, seg)
+            n_id = torch.cat([n_id, compact(found, is_first, rank, added)])
+        rows.append(local)
         cols.append(seg + lo)
         e_ids.append(graph.perm.index_select(0, pos))
         num_nodes.append(n_id.numel() - n_old)
-        num_edges.append(pos.numel())
+        num_edges.append(total)
         lo = n_old
-    empty = [torch.empty(0, dtype=torch.long, device=graph.device)]
+    empty = [torch.empty(0, dtype=torch.long, device=device)]
     edge_index = torch.stack([torch.cat(rows or empty), torch.cat(cols or empty)])
-    return Batch(n_id, edge_index, torch.cat(e_ids or empty), int(seeds.numel()), num_nodes,
+    return Batch(n_id, edge_index, torch.cat(e_ids or empty), num_nodes[0], num_nodes,
                  num_edges)
+
+
+DEDUP = ("mark", "unique")
 
 
 class NeighborSampler:
     """Mini-batches of seeds, each expanded by sample_neighbors. One generator on the graph's
     device drives both the shuffle and the sampling, so a given `seed` replays the same
-    sequence of batches, epoch after epoch."""
+    sequence of batches, epoch after epoch. `dedup="mark"` keeps one node-sized NodeMarks
+    for all its batches (8 bytes a node); "unique" sorts instead and gives the same batches."""
 
     def __init__(self, graph: CSRGraph, seeds: Tensor, fanouts: Sequence[int], batch_size: int,
-                 shuffle: bool = False, seed: int = 0) -> None:
+                 shuffle: bool = False, seed: int = 0, dedup: str = "mark") -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if dedup not in DEDUP:
+            raise ValueError(f"dedup must be one of {DEDUP}, got {dedup!r}")
         self.graph = graph
         if seeds.dtype == torch.bool:  # a split mask, as NeighborLoader's input_nodes takes
             seeds = seeds.nonzero().view(-1)
@@ -164,6 +227,7 @@ class NeighborSampler:
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.generator = torch.Generator(device=graph.device).manual_seed(seed)
+        self.marks = NodeMarks(graph.num_nodes, graph.device) if dedup == "mark" else None
 
     def __len__(self) -> int:
         return math.ceil(self.seeds.numel() / self.batch_size)
@@ -174,7 +238,7 @@ class NeighborSampler:
             order = torch.randperm(seeds.numel(), generator=self.generator, device=seeds.device)
             seeds = seeds[order]
         for chunk in seeds.split(self.batch_size):
-            yield sample_neighbors(self.graph, chunk, self.fanouts, self.generator)
+            yield sample_neighbors(self.graph, chunk, self.fanouts, self.generator, self.marks)
 
 
 class PygNeighborBatches:
@@ -197,4 +261,5 @@ class PygNeighborBatches:
 
     def __iter__(self) -> Iterator[Batch]:
         for b in self.loader:
-            yield Batch(b.n_id, b.edge_index, b.edge_ids, int(b.batch_size))
+            yield Batch(b.n_id, b.edge_index, b.edge_ids, int(b.batch_size),
+                        list(b.num_sampled_nodes), list(b.num_sampled_edges))
