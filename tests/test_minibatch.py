@@ -61,3 +61,30 @@ def test_static_and_automatic_shapes_show_their_recompiles(run, dynamic):
 def test_bad_fanouts_are_rejected(run):
     result = run(*MINI, "train.fanouts=[10]")
     assert result["status"] == "error" and "train.fanouts=[10]" in result["reason"]
+
+
+def test_prefetching_trains_the_same_batches(run):
+    """train.prefetch=true samples and gathers ahead of the step: the same batches in the
+    same order, so the same losses; only the waiting is timed as sampling."""
+    plain = run(*MINI, "train.epochs=4", "train.warmup_epochs=1")
+    ahead = run(*MINI, "train.epochs=4", "train.warmup_epochs=1", "train.prefetch=true")
+    assert ahead["status"] == "ok", ahead["reason"]
+    assert [r["loss"] for r in ahead["epochs"]] == pytest.approx(
+        [r["loss"] for r in plain["epochs"]], rel=1e-5)
+    assert ahead["batching"]["prefetch"] is True
+    assert all(r["transfer_s"] == 0 for r in ahead["epochs"])
+
+
+@pytest.mark.slow
+def test_padded_batches_compile_to_one_graph_per_bucket_and_learn(run):
+    """train.pad_batches=true: batches padded to a few bucket shapes; the compiled step sees
+    no more shapes than buckets, padding waste is recorded, and training still learns."""
+    result = run(*MINI, "compile=true", "compiler.dynamic=false", "train.pad_batches=true",
+                 "train.epochs=6", "train.warmup_epochs=1")
+    assert result["status"] == "ok", result["reason"]
+    padding = result["batching"]["padding"]
+    assert padding["batches"] == 6 * 3 and 1 <= padding["distinct_shapes"] <= 4
+    assert padding["node_ratio"] >= 1 and padding["edge_ratio"] >= 1
+    # dynamic=false compiles once per shape: at most one graph per bucket, no more.
+    assert result["compile"]["recompiles"] <= padding["distinct_shapes"]
+    assert result["accuracy"]["test_at_best_val"] >= 0.6

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 BATCHING = ("full", "neighbor")
 # Defined here, the bottom layer, and used by training/precision.py and training/layouts.py.
 PRECISIONS = ("fp32", "tf32", "bf16")
-LAYOUTS = ("coo", "csr", "edge_index")
+LAYOUTS = ("coo", "csr", "edge_index", "csr-op")
 SAMPLERS = ("auto", "gnnbench", "pyg")
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 
@@ -60,6 +60,11 @@ def validate(cfg: DictConfig) -> None:
         integer("train.batch_size", train.batch_size, 1)
         integer("train.eval_chunk", train.eval_chunk, 1)
         require(not train.paired, "train.paired=true needs train.batching=full")
+        choice("train.prefetch", train.get("prefetch", False), (False, True))
+        choice("train.pad_batches", train.get("pad_batches", False), (False, True))
+        require(not (train.get("pad_batches") and cfg.model.batch_norm),
+                "train.pad_batches=true needs model.batch_norm=false (batch norm would see "
+                "the padding rows)")
     device = resolve_device(train.device)
     require(not cfg.get("capture") or device.type == "cuda",
             f"capture=true needs a CUDA device (train.device={train.device!r} is {device.type})")

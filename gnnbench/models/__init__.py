@@ -9,7 +9,7 @@ from torch import Tensor
 from gnnbench.config import ConfigError, group_choices
 from gnnbench.models.base import GNN
 
-__all__ = ["GNN", "build_model", "graph_inputs", "model_class", "validate"]
+__all__ = ["GNN", "build_model", "csr_aggregation", "graph_inputs", "model_class", "validate"]
 
 
 def model_class(cfg: DictConfig) -> type[GNN]:
@@ -28,6 +28,10 @@ def model_class(cfg: DictConfig) -> type[GNN]:
 
 def validate(cfg: DictConfig) -> None:
     model_class(cfg).validate(cfg)
+
+
+def csr_aggregation(cfg: DictConfig) -> str | None:
+    return model_class(cfg).csr_aggregation(cfg)
 
 
 def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> GNN:

@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from gnnbench.config import choice, integer, number
+from gnnbench.models.csr import CSRAdjacency
 
 ACTIVATIONS = {"relu": F.relu, "elu": F.elu}
 
@@ -52,6 +53,15 @@ class GNN(nn.Module):
         choice("model.activation", cfg.get("activation", "relu"), tuple(ACTIVATIONS))
 
     @classmethod
+    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
+        """How graph.layout=csr-op aggregates for this model ("sum" over weighted edges,
+        "mean"), or None where the model cannot use it (its layers are not one SpMM)."""
+        return None
+
+    def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:
+        raise NotImplementedError
+
+    @classmethod
     def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
                      num_nodes: int) -> tuple[Tensor, Tensor | None]:
         """The edges (and per-edge weights) the model consumes, prepared once per run."""
@@ -61,7 +71,12 @@ class GNN(nn.Module):
               edge_weight: Tensor | None = None) -> Tensor:
         """Layer i without dropout: what layer-wise inference applies to all nodes in turn."""
         conv = self.convs[i]
-        x = conv(x, edge_index, edge_weight) if self.uses_edge_weight else conv(x, edge_index)
+        if isinstance(edge_index, CSRAdjacency):  # the same weights, aggregated by one SpMM
+            x = self.aggregate_csr(i, x, edge_index)
+        elif self.uses_edge_weight:
+            x = conv(x, edge_index, edge_weight)
+        else:
+            x = conv(x, edge_index)
         return self.activation(self.norms[i](x)) if i < len(self.convs) - 1 else x
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:

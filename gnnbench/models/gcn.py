@@ -10,6 +10,7 @@ from torch_geometric.nn import GCNConv
 
 from gnnbench.config import choice
 from gnnbench.models.base import GNN
+from gnnbench.models.csr import CSRAdjacency, spmm
 
 # precompute: T.GCNNorm once + GCNConv(normalize=False), PyG's advice for torch.compile;
 # layer: GCNConv normalises on every forward (add_remaining_self_loops: graph breaks).
@@ -29,6 +30,16 @@ class GCN(GNN):
         super().validate(cfg)
         choice("model.normalize", cfg.normalize, NORMALIZE)
         choice("model.cached", cfg.get("cached", False), (False, True))
+
+    @classmethod
+    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
+        return "sum" if cfg.normalize == "precompute" else None
+
+    def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:
+        """GCNConv(normalize=False) with precomputed weights: A_norm @ (x W) + b."""
+        conv = self.convs[i]
+        out = spmm(adjacency, conv.lin(x))
+        return out + conv.bias if conv.bias is not None else out
 
     @classmethod
     def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,

@@ -9,6 +9,7 @@ from torch_geometric.utils import sort_edge_index
 
 from gnnbench.config import choice
 from gnnbench.models.base import GNN
+from gnnbench.models.csr import CSRAdjacency, spmm
 
 # lstm is the GraphSAGE paper's LSTM aggregator: it needs edges sorted by target, and its
 # data-dependent branching is a real graph break under torch.compile.
@@ -24,6 +25,15 @@ class SAGE(GNN):
     def validate(cls, cfg: DictConfig) -> None:
         super().validate(cfg)
         choice("model.aggr", cfg.aggr, AGGR)
+
+    @classmethod
+    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
+        return "mean" if cfg.aggr == "mean" else None
+
+    def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:
+        """SAGEConv(aggr="mean"): lin_l(mean of neighbours) + lin_r(x)."""
+        conv = self.convs[i]
+        return conv.lin_l(spmm(adjacency, x)) + conv.lin_r(x)
 
     @classmethod
     def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,

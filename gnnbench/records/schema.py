@@ -26,6 +26,8 @@ SCHEMA_VERSION = 4
 ADDED_KEYS: dict[str, tuple[int, object]] = {
     "train.precision": (4, "fp32"),
     "graph.layout": (4, "coo"),
+    "train.prefetch": (4, False),
+    "train.pad_batches": (4, False),
 }
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",

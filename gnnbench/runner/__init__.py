@@ -35,6 +35,11 @@ def validate(cfg: DictConfig) -> None:
     models.validate(cfg.model)
     data.validate(cfg.dataset)
     compilation.validate(cfg.compiler)
+    if cfg.get("graph", {}).get("layout") == "csr-op":
+        config.require(models.csr_aggregation(cfg.model) is not None,
+                       f"graph.layout=csr-op aggregates by one SpMM: it supports gcn "
+                       f"(normalize=precompute) and sage (aggr=mean), not "
+                       f"model={cfg.model.name}")
     if cfg.train.batching == "neighbor" and cfg.train.sampler == "pyg":
         config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "
                        "torch-sparse; choose one of: auto, gnnbench")
@@ -108,6 +113,8 @@ def _train(cfg: DictConfig, device: torch.device, record: dict,
         progress.close()
         machine_after = stability.machine_state(device)
         record["memory"] = memory.peak(device)
+        if trainer.batching["mode"] == "neighbor" and trainer.padding() is not None:
+            record["batching"]["padding"] = trainer.padding()
         if recorder is not None:
             record["compile"] = recorder.snapshot()
             expected, why = compilation.expected_graph_breaks(record["compile"], cfg.compiler)

@@ -16,7 +16,7 @@ from torch import Tensor
 from gnnbench import models
 from gnnbench.data import Task
 from gnnbench.measure.timer import EpochTimer, timed
-from gnnbench.training import compilation, layouts, sampler, steps
+from gnnbench.training import buckets, compilation, layouts, prefetch, sampler, steps
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import autocast, forward_in
 
@@ -45,8 +45,10 @@ class Trainer:
         # is converted to the configured layout once, outside any timed step.
         self.coo = edge_index, edge_weight
         layout = cfg.get("graph", {}).get("layout", "coo")
+        aggr = models.csr_aggregation(cfg.model)
         (self.edge_index, self.edge_weight), convert_s = timed(
-            lambda: layouts.convert(layout, edge_index, edge_weight, task.num_nodes), device)
+            lambda: layouts.convert(layout, edge_index, edge_weight, task.num_nodes, aggr),
+            device)
         self.graph = {"layout": layout, "convert_s": convert_s}
         model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
         captured = bool(cfg.get("capture")) and not cfg.compile  # the eager step as one graph
@@ -206,25 +208,48 @@ class Trainer:
                 shuffle=True, seed=train.seed)
         self.batching = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
                          "batch_size": train.batch_size, "batches_per_epoch": len(self.batches)}
+        # Padding to a few bucket shapes lets a compiled step (and its CUDA graphs) see few
+        # shapes; prefetching samples and gathers the next batch while this one trains.
+        self.buckets = (buckets.Buckets.for_sampler(self.batches)
+                        if train.get("pad_batches") else None)
+        self.prefetch = bool(train.get("prefetch"))
+        self.batching.update(padded=self.buckets is not None, prefetch=self.prefetch)
         self._epoch_of = self._neighbor_epoch
+
+    def padding(self) -> dict | None:
+        """Padding waste over the run (None without padding)."""
+        return self.buckets.waste.summary() if self.buckets is not None else None
 
     def _gather(self, batch: sampler.Batch) -> tuple:
         batch = batch.to(self.device)
         weight = self.coo[1][batch.e_id] if self.coo[1] is not None else None
-        return (self.task.x[batch.n_id], batch.edge_index, weight,
-                self.task.y[batch.n_id[: batch.batch_size]])
+        inputs = (self.task.x[batch.n_id], batch.edge_index, weight,
+                  self.task.y[batch.n_id[: batch.batch_size]])
+        return tuple(self.buckets.pad(*inputs)) if self.buckets is not None else inputs
 
     def _neighbor_epoch(self, v: Variant) -> dict:
         """Each batch's sampling, gathering onto the device and compute are timed apart;
         inference is layer-wise over all nodes."""
         timer, task = self.timers[v.prefix], self.task
-        total, count, it = torch.zeros((), device=self.device), 0, iter(self.batches)
-        while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
-            inputs = timer.measure("transfer_s", lambda b=batch: self._gather(b))
-            loss = timer.measure("compute_s", lambda x=inputs: (
-                v.step(*x) if v.step is not None
-                else steps.train_batch_step(v.forward, v.model, v.optimizer, *x)))
-            total, count = total + loss, count + 1
+        total, count = torch.zeros((), device=self.device), 0
+
+        def step(inputs: tuple) -> Tensor:
+            if v.step is not None:
+                return v.step(*inputs)
+            return steps.train_batch_step(v.forward, v.model, v.optimizer, *inputs)
+
+        if self.prefetch:  # sampling and gathering overlap the step: only waiting is timed
+            it = iter(prefetch.Prefetcher(self.batches, self.device, prepare=self._gather))
+            while (inputs := timer.measure("sample_s", lambda: next(it, None))) is not None:
+                loss = timer.measure("compute_s", lambda x=inputs: step(x))
+                total, count = total + loss, count + 1
+        else:
+            it = iter(self.batches)
+            while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
+                inputs = timer.measure("transfer_s", lambda b=batch: self._gather(b))
+                loss = timer.measure("compute_s", lambda x=inputs: step(x))
+                total, count = total + loss, count + 1
+
         def predict() -> Tensor:
             with autocast(self.precision, self.device):
                 return steps.layerwise_predict(v.model, task.x, self.csr, self.coo[1],
@@ -232,7 +257,8 @@ class Trainer:
 
         pred = timer.measure("eval_s", predict)
         seconds, acc = timer.read(), steps.split_accuracy(pred, task)
-        stages = {k: seconds[k] for k in ("sample_s", "transfer_s", "compute_s")}
+        # With prefetching the gather happens while waiting for the batch: no transfer stage.
+        stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
         return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
                 "eval_s": seconds["eval_s"], **stages, "batches": count,
                 "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}

@@ -1,7 +1,9 @@
-"""How the graph reaches the message-passing layers, with the same model code: PyG's
-`edge_index` with scatter (coo), a `torch.sparse_csr` adjacency (csr: cuSPARSE SpMM on GPU),
-or PyG's `EdgeIndex` sorted by target (edge_index: PyG's segment-reduction paths). The
-conversion is done once, before training, and timed apart from the steps."""
+"""How the graph reaches the message-passing layers, with the same model weights: PyG's
+`edge_index` with scatter (coo), a `torch.sparse_csr` adjacency (csr: cuSPARSE SpMM on GPU,
+which dynamo refuses to compile), PyG's `EdgeIndex` sorted by target (edge_index: PyG's
+segment-reduction paths), or gnnbench's CSR custom op (csr-op: the same SpMM as an op
+torch.compile keeps in its graph; GCN and mean-SAGE). The conversion is done once, before
+training, and timed apart from the steps."""
 
 from __future__ import annotations
 
@@ -11,10 +13,17 @@ from torch import Tensor
 
 
 def convert(layout: str, edge_index: Tensor, edge_weight: Tensor | None,
-            num_nodes: int) -> tuple[object, Tensor | None]:
-    """(what the convolutions take as `edge_index`, the edge weights to pass alongside)."""
+            num_nodes: int, csr_aggr: str | None = None) -> tuple[object, Tensor | None]:
+    """(what the convolutions take as `edge_index`, the edge weights to pass alongside).
+    `csr_aggr`: the model's aggregation for csr-op (sum with weights, or mean)."""
     if layout == "coo":
         return edge_index, edge_weight
+    if layout == "csr-op":
+        from gnnbench.models.csr import CSRAdjacency
+
+        adjacency = CSRAdjacency.from_edge_index(edge_index, num_nodes, edge_weight,
+                                                 aggr=csr_aggr or "sum")
+        return adjacency, None
     if layout == "csr":
         from torch_geometric.utils import to_torch_csr_tensor
 
