@@ -13,7 +13,7 @@ def test_eager_minibatch_learns_and_splits_its_time(run):
     assert result["status"] == "ok", result["reason"]
     assert result["batching"] == {"mode": "neighbor", "sampler": "gnnbench",
                                   "fanouts": [10, 5], "batch_size": 256,
-                                  "batches_per_epoch": 3}
+                                  "batches_per_epoch": 3, "padded": False, "prefetch": False}
     for record in result["epochs"]:
         assert record["batches"] == 3
         parts = record["sample_s"] + record["transfer_s"] + record["compute_s"]
