@@ -17,11 +17,18 @@ from omegaconf import DictConfig, OmegaConf
 # 1: records before the version field (up to the reference sweep of 2026-11-30).
 # 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
 # 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
-SCHEMA_VERSION = 3
+# 4: DDP training (train.distributed, .world_size, .dist_backend; `distributed`, `scaling`,
+#    per-rank timings); env.device_index is the host's GPU index (CUDA_VISIBLE_DEVICES
+#    applied), with env.device_uuid and env.cuda_visible_devices.
+SCHEMA_VERSION = 4
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
-ADDED_KEYS: dict[str, tuple[int, object]] = {}
+ADDED_KEYS: dict[str, tuple[int, object]] = {
+    "train.distributed": (4, "none"),  # one process trained every run before
+    "train.world_size": (4, 1),
+    "train.dist_backend": (4, "auto"),
+}
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
             "skipped")
@@ -45,6 +52,8 @@ def new_record(cfg: DictConfig) -> dict:
         "cuda_graphs": None,
         "cuda_graph_audit": None,
         "stability": None,
+        "distributed": None,
+        "scaling": None,
         "epochs": [],
     }
 
@@ -77,6 +86,9 @@ def upgrade(record: dict) -> dict:
     if version < 3:
         # Not checked when it ran; the report judges its epochs alone (no machine load).
         record.setdefault("stability", None)
+    if version < 4:
+        record.setdefault("distributed", None)  # one process trained it
+        record.setdefault("scaling", None)
     return record
 
 

@@ -36,6 +36,8 @@ def headline_rows(rows: list[dict]) -> list[dict]:
     fastest compiled row that ran (None where there is none)."""
     settings: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
+        if row.get("distributed", "none") != "none":  # DDP rows: the report's Scaling section
+            continue
         settings.setdefault((row["model"], row["dataset"]), []).append(row)
     out = []
     for (model, dataset), members in settings.items():

@@ -10,15 +10,20 @@ from gnnbench.config import variant_label
 from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
-from gnnbench.records.compare import compare, compare_paired, steady_steps
+from gnnbench.records.compare import compare, compare_paired, compare_scaling, steady_steps
 
-COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "epoch_ms",
+COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "status",
+           "steady_epochs", "epoch_ms",
            "epoch_ms_iqr",
            "run_median_ms_min", "run_median_ms_max", "speedup", "speedup_ci_low",
            "speedup_ci_high", "compile_overhead_s", "compile_overhead_max_s",
            "break_even_epochs", "graph_breaks",
            "recompiles", "cuda_graphs", "cudagraph_skips", "memory_ratio", "test_acc_mean",
-           "test_acc_std", "test_acc_delta", "reason", "unstable_runs"]
+           "test_acc_std", "test_acc_delta", "reason", "unstable_runs",
+           # DDP rows (README, Scaling out): training nodes per second, and against the row
+           # of the same setting and variant on one rank.
+           "throughput_nodes_s", "scaling_speedup", "scaling_efficiency",
+           "scaling_efficiency_ci_low", "scaling_efficiency_ci_high"]
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -61,7 +66,8 @@ def groups(runs: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
     def order(item: tuple) -> tuple:
         (setting, variant), members = item
         cfg = members[0]["config"]
-        return cfg["model"]["name"], cfg["dataset"]["name"], setting, variant != "eager", variant
+        return (cfg["model"]["name"], cfg["dataset"]["name"], identity.distributed(cfg),
+                identity.world_size(cfg), setting, variant != "eager", variant)
 
     return sorted(found.items(), key=order)
 
@@ -78,6 +84,34 @@ def cuda_graphs_cell(runs: list[dict]) -> tuple[str, int | None]:
     return label, sum(a["inductor_skips"] for a in observed) if observed else None
 
 
+def single_rank_runs(grouped: list[tuple[tuple[str, str], list[dict]]],
+                     members: list[dict]) -> list[dict]:
+    """The runs on one rank of the setting and variant of a DDP row on several: DDP runs
+    of world_size 1 if there are any, else plain one-process runs."""
+    cfg = members[0]["config"]
+    key = identity.scaling_key(cfg, identity.device_type(members[0]))
+    variant = identity.variant_key(cfg)
+    found: dict[bool, list[dict]] = {False: [], True: []}
+    for (_, row_variant), runs in grouped:
+        first = runs[0]["config"]
+        if (row_variant == variant and identity.world_size(first) == 1
+                and identity.scaling_key(first, identity.device_type(runs[0])) == key):
+            found[identity.distributed(first)] += runs
+    return found[True] or found[False]
+
+
+def _scaling(row: dict, single: list[dict], ok: list[dict]) -> None:
+    if ok and "ranks" in (ok[0]["timing"] or {}):
+        rates = [r["timing"]["throughput_nodes_per_s"] for r in ok]
+        row["throughput_nodes_s"] = statistics.median(r for r in rates if r is not None) \
+            if any(r is not None for r in rates) else None
+    cmp = compare_scaling(single, ok) if single else None
+    if cmp is not None:
+        row.update(scaling_speedup=cmp["speedup"], scaling_efficiency=cmp["efficiency"],
+                   scaling_efficiency_ci_low=cmp["efficiency_ci95"][0],
+                   scaling_efficiency_ci_high=cmp["efficiency_ci95"][1])
+
+
 def build_rows(runs: list[dict]) -> list[dict]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
     grouped = groups(runs)
@@ -89,7 +123,8 @@ def build_rows(runs: list[dict]) -> list[dict]:
         failed = [r for r in members if r["status"] != "ok"]
         row = {c: None for c in COLUMNS}
         row.update(model=cfg["model"]["name"], dataset=cfg["dataset"]["name"], variant=variant,
-                   runs=f"{len(ok)}/{len(members)} ok",
+                   distributed=cfg["train"].get("distributed", "none"),
+                   world_size=identity.world_size(cfg), runs=f"{len(ok)}/{len(members)} ok",
                    status="ok" if not failed else failed[0]["status"],
                    reason=failed[0]["reason"] if failed else None)
         rows.append(row)
@@ -103,6 +138,9 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row["test_acc_mean"], row["test_acc_std"] = _mean_std(
             [r["accuracy"]["test_at_best_val"] for r in ok])
         row["cuda_graphs"], row["cudagraph_skips"] = cuda_graphs_cell(ok)
+        if row["distributed"] == "ddp":
+            _scaling(row, single_rank_runs(grouped, members) if row["world_size"] > 1 else [],
+                     ok)
         verdicts = [v for v in map(run_stability, ok) if v is not None]
         # None, not 0, when no run had enough steady epochs (or a load sample) to judge.
         if any(not v["ok"] or v["checks"]["spread"] is not None

@@ -35,11 +35,16 @@ class Variant:
 class Trainer:
     """Builds everything a run trains from its config, then runs one epoch at a time."""
 
+    # Whether this process evaluates, reports progress and records the run: every trainer
+    # but the ranks of a DDP run other than rank 0 (training/distributed.py).
+    is_main = True
+
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
         self.edge_index, self.edge_weight = models.graph_inputs(cfg.model, task.edge_index,
                                                                 task.num_nodes)
         model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
+        self.trained = self.wrap(model)  # what is called (and compiled) to train
         whole_step = cfg.compile and cfg.compiler.scope == "step"
         self.requested_cuda_graphs = (
             compilation.requested_cuda_graphs(cfg.compiler, device, cfg.train.batching)
@@ -49,7 +54,8 @@ class Trainer:
         # The paired twin starts from the same weights and trains eagerly beside the compiled
         # model, epochs interleaved, so both see the same machine state.
         twin = copy.deepcopy(model) if cfg.train.paired and cfg.compile else None
-        forward = compilation.compile_model(model, cfg.compiler) if cfg.compile else model
+        forward = (compilation.compile_model(self.trained, cfg.compiler) if cfg.compile
+                   else self.trained)
         self.captured: compilation.CapturedStep | None = None
         main = Variant("", forward, model, optimizer,
                        self._whole_step(model, optimizer) if whole_step else None)
@@ -62,6 +68,15 @@ class Trainer:
         self._epoch_of = self._full_batch_epoch
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
+
+    def wrap(self, model: models.GNN) -> torch.nn.Module:
+        """The module training calls: the model itself (DDP wraps it)."""
+        return model
+
+    def agree(self, value: int) -> int:
+        """The largest `value` any process of the run holds: a decision to stop (a signal)
+        taken by all of them at the same epoch. One process: `value`."""
+        return value
 
     def parameters_finite(self) -> bool:
         """Whether every parameter of every variant is finite: one fused norm per variant
@@ -120,19 +135,22 @@ class Trainer:
                 f"{p}eval_s": seconds["eval_s"], f"{p}train_acc": acc["train"],
                 f"{p}val_acc": acc["val"], f"{p}test_acc": acc["test"]}
 
+    def train_seeds(self) -> tuple[Tensor, int]:
+        """The training nodes this process samples batches of, and the seed of its sampler."""
+        return self.task.splits["train"], self.cfg.train.seed
+
     def _set_up_neighbor_batches(self) -> None:
         train, task = self.cfg.train, self.task
         kind = train.sampler if train.sampler != "auto" else (
             "pyg" if sampler.pyg_available() else "gnnbench")
         self.graph = sampler.CSRGraph.from_edge_index(self.edge_index, task.num_nodes)
+        seeds, seed = self.train_seeds()
         if kind == "pyg":
             self.batches = sampler.PygNeighborBatches(
-                self.edge_index, task.num_nodes, task.splits["train"], train.fanouts,
-                train.batch_size, train.seed)
+                self.edge_index, task.num_nodes, seeds, train.fanouts, train.batch_size, seed)
         else:
             self.batches = sampler.NeighborSampler(
-                self.graph, task.splits["train"], train.fanouts, train.batch_size,
-                shuffle=True, seed=train.seed)
+                self.graph, seeds, train.fanouts, train.batch_size, shuffle=True, seed=seed)
         self.batching = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
                          "batch_size": train.batch_size, "batches_per_epoch": len(self.batches)}
         self._epoch_of = self._neighbor_epoch
@@ -145,7 +163,7 @@ class Trainer:
 
     def _neighbor_epoch(self, v: Variant) -> dict:
         """Each batch's sampling, gathering onto the device and compute are timed apart;
-        inference is layer-wise over all nodes."""
+        inference is layer-wise over all nodes (by the main process only)."""
         timer, task = self.timers[v.prefix], self.task
         total, count, it = torch.zeros((), device=self.device), 0, iter(self.batches)
         while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
@@ -155,9 +173,12 @@ class Trainer:
                 else steps.train_batch_step(v.forward, v.model, v.optimizer, *x)))
             total, count = total + loss, count + 1
         pred = timer.measure("eval_s", lambda: steps.layerwise_predict(
-            v.model, task.x, self.graph, self.edge_weight, self.cfg.train.eval_chunk))
-        seconds, acc = timer.read(), steps.split_accuracy(pred, task)
+            v.model, task.x, self.graph, self.edge_weight, self.cfg.train.eval_chunk)
+        ) if self.is_main else None
+        seconds = timer.read()
+        acc = steps.split_accuracy(pred, task) if pred is not None else {}
         stages = {k: seconds[k] for k in ("sample_s", "transfer_s", "compute_s")}
         return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
-                "eval_s": seconds["eval_s"], **stages, "batches": count,
-                "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
+                "eval_s": seconds.get("eval_s"), **stages, "batches": count,
+                "train_acc": acc.get("train"), "val_acc": acc.get("val"),
+                "test_acc": acc.get("test")}
