@@ -82,6 +82,22 @@ def test_two_ranks_scale_against_one_in_record_and_report(scaled):
     assert "## Scaling (DDP)" in report and "| eager, DDP ×2 |" in report
 
 
+@pytest.mark.gpu
+def test_two_ranks_on_two_gpus_with_nccl(run):
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    record = run(*DDP, "train.device=cuda", "train.world_size=2", "train.epochs=6",
+                 "train.warmup_epochs=2")
+    assert record["status"] == "ok", record["reason"]
+    assert record["distributed"]["backend"] == "nccl"
+    ranks = record["distributed"]["ranks"]
+    assert sorted(r["device"] for r in ranks) == ["cuda:0", "cuda:1"]
+    assert len({r["device_uuid"] for r in ranks}) == 2
+    assert record["accuracy"]["test_at_best_val"] >= 0.6
+
+
 def test_compiled_ddp_needs_fullgraph_false(run):
     record = run(*DDP, "compile=true", "train.world_size=2")
     assert record["status"] == "error" and "compiler.fullgraph=false" in record["reason"]

@@ -78,6 +78,10 @@ def test_submitit_local_sweep_matches_the_basic_launcher(sweeps):
     assert shape(sweeps["local"]) == shape(sweeps["basic"])
     # One process per job, each started by submitit (its logs, one folder per job id).
     assert len(list((sweeps["local"] / ".submitit").glob("*/*_0_log.out"))) == 4
+    # All started at once, yet never two timed at the same time: the host's one CPU slot.
+    spans = sorted((r["started_at"], r["ended_at"]) for r in local.values()
+                   if r["status"] == "ok")
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))
 
 
 def test_gpu_pool_stops_on_sigterm_resumes_and_matches_the_basic_launcher(sweeps, data_dir):
@@ -108,7 +112,8 @@ def test_gpu_pool_stops_on_sigterm_resumes_and_matches_the_basic_launcher(sweeps
     kept = [name for name, r in stopped.items() if r["status"] in ("ok", "skipped")]
     assert all(f"kept {name}" in again.stdout for name in kept)
     assert shape(tmp / "pool") == shape(sweeps["basic"])
-    assert "Sweep incomplete" not in (tmp / "pool" / "report.md").read_text()
+    report = (tmp / "pool" / "report.md").read_text()
+    assert "Sweep incomplete" not in report and "- **Wall clock**: " in report
     assert not (tmp / "pool" / ".gnnbench-stop").exists()
 
 
@@ -174,3 +179,26 @@ def test_slurm_preset_makes_a_job_array_with_one_gpu_per_task(monkeypatch, tmp_p
                  "#SBATCH --account=my-project", "#SBATCH --time=240",
                  "#SBATCH --cpus-per-task=8"):
         assert line in script, script
+
+
+@pytest.mark.gpu
+def test_gpu_pool_runs_each_job_alone_on_a_gpu(tmp_path, data_dir):
+    """On a host with several GPUs: as many jobs at once as GPUs, and two jobs that ran at
+    the same time never on the same GPU (records name it by host index and UUID)."""
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    proc = run(["-m", "hydra/launcher=gpu-pool", "train.seed=0,1,2,3", "train.epochs=300",
+                "train.warmup_epochs=5", "wandb.mode=disabled", f"data_dir={data_dir}",
+                f"hydra.sweep.dir={tmp_path / 'pool'}"], tmp_path,
+               env={"GNNBENCH_LEASE_DIR": str(tmp_path / "leases")})
+    assert proc.returncode == 0, proc.stderr
+    done = list(records(tmp_path / "pool").values())
+    assert len(done) == 4 and all(r["status"] == "ok" for r in done)
+    assert all(r["env"]["device_uuid"] and r["env"]["device_index"] is not None for r in done)
+    assert len({r["env"]["device_uuid"] for r in done}) >= 2
+    for a in done:
+        for b in done:
+            if a is not b and a["started_at"] < b["ended_at"] and b["started_at"] < a["ended_at"]:
+                assert a["env"]["device_uuid"] != b["env"]["device_uuid"]

@@ -5,6 +5,7 @@ any host, and a sweep re-run into its folder resumes."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -78,6 +79,10 @@ def _lease(cfg: DictConfig, out_dir: Path):
 
     from gnnbench.runner import devices
 
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "" and cfg.train.device == "auto":
+        print(f"gnnbench: warning: {out_dir.name} sees no GPU (CUDA_VISIBLE_DEVICES is empty, "
+              "as submitit_local sets it without gpus_per_node): it runs on the CPU; "
+              "hydra/launcher=slurm-local shows jobs the host's GPUs", file=sys.stderr)
     try:
         device = config.resolve_device(cfg.train.device)
     except config.ConfigError:

@@ -49,6 +49,14 @@ class SweepSignals(Callback):
         root = Path(config.hydra.sweep.dir)
         interrupts.broadcast_to(root / interrupts.STOP_FILE)
         RUNNING_SWEEP.update(dir=str(root.resolve()))
+        gpus = config.get("gpus")
+        if isinstance(gpus, int) and gpus > 1 and "n_jobs" in config.hydra.launcher:
+            from gnnbench.config.compose import gpu_count
+
+            if gpu_count() == 0:
+                print(f"gnnbench: warning: gpus={gpus} on a host without CUDA runs {gpus} "
+                      "CPU jobs at once: their timings share the CPU cores",
+                      file=sys.stderr, flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         RUNNING_SWEEP.clear()

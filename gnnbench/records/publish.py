@@ -98,6 +98,11 @@ def _headline(result: dict) -> dict:
     if result.get("comparison"):
         summary.update({f"vs_eager/{k}": v for k, v in result["comparison"].items()
                         if not isinstance(v, (list, dict))})
+    if result.get("distributed"):  # a DDP run: its ranks, throughput, and against one rank
+        summary["world_size"] = result["distributed"]["world_size"]
+        summary["throughput_nodes_per_s"] = t.get("throughput_nodes_per_s")
+        summary.update({f"scaling/{k}": v for k, v in (result.get("scaling") or {}).items()
+                        if not isinstance(v, (list, dict))})
     return {k: v for k, v in summary.items() if v is not None}
 
 

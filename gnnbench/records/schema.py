@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 # 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
 # 4: DDP training (train.distributed, .world_size, .dist_backend; `distributed`, `scaling`,
 #    per-rank timings); env.device_index is the host's GPU index (CUDA_VISIBLE_DEVICES
-#    applied), with env.device_uuid and env.cuda_visible_devices.
+#    applied), with env.device_uuid and env.cuda_visible_devices; `started_at`, `ended_at`.
 SCHEMA_VERSION = 4
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the

@@ -141,3 +141,13 @@ def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
         return None if holder == str(out_dir) else holder
     finally:
         os.unlink(tmp)
+
+
+def claim_holder(folders: Iterable[Path], key: str) -> str | None:
+    """The job folder that claimed the eager run `key` in one of `folders` (sweeps), if any:
+    under a launcher that runs jobs at once, a compiled job can end before its eager job."""
+    for folder in folders:
+        path = Path(folder) / CLAIMS_DIR / key
+        if path.is_file():
+            return path.read_text().strip()
+    return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gnnbench.report import header
 from gnnbench.report.headline import overhead_cell
-from gnnbench.report.rows import groups, run_stability, stability_warnings
+from gnnbench.report.rows import groups, run_stability, stability_warnings, variant_cell
 
 
 def _fmt(value: object, digits: int = 2) -> str:
@@ -38,13 +38,6 @@ def _stability(row: dict, disagree: bool) -> str:
     if disagree:
         parts.append("runs disagree")
     return "; ".join(parts) or ("too few epochs" if unstable is None else "ok")
-
-
-def variant_cell(row: dict) -> str:
-    """The variant, and for a DDP row how many ranks (GPUs) trained it."""
-    if row.get("distributed") == "ddp":
-        return f"{row['variant']}, DDP ×{row['world_size']}"
-    return row["variant"]
 
 
 def to_markdown(rows: list[dict], skipped: int = 0,

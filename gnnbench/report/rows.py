@@ -26,6 +26,13 @@ COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "
            "scaling_efficiency_ci_low", "scaling_efficiency_ci_high"]
 
 
+def variant_cell(row: dict) -> str:
+    """The variant, and for a DDP row how many ranks (GPUs) trained it."""
+    if row.get("distributed") == "ddp":
+        return f"{row['variant']}, DDP ×{row['world_size']}"
+    return row["variant"]
+
+
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     """One value has no spread to report: its std is None, not a reassuring 0."""
     if not values:

@@ -101,6 +101,9 @@ def _answer(result: dict) -> list[str]:
     if not result["config"].get("compile") or result["status"] != "ok":
         return []
     c = result.get("comparison")
+    if not c and result.get("reference_pending"):
+        return [f"  speedup: its eager run ({result['reference_pending']}) had not finished "
+                "when this run did; the sweep's report compares them"]
     if not c:
         searched = ", ".join(result.get("reference_search") or []) or "no folder"
         return [f"  speedup: no eager run of this setting and seed found (searched {searched});"

@@ -56,6 +56,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     reference_dirs = list(reference_dirs)
     record = schema.new_record(cfg)
     record["name"] = config.run_name(cfg)
+    # When it ran (Unix time), so runs of a sweep run side by side can be told apart.
+    record["started_at"] = time.time()
     record["env"] = environment(None)
     ddp = cfg.train.get("distributed") == "ddp"
     stopped_at_once: BaseException | None = None
@@ -98,6 +100,11 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
                                            identity.device_type(record))
             if eager:
                 record["comparison"] = compare.compare(eager[-1:], [record])
+            else:  # its sweep's eager job may still be running (jobs side by side)
+                record["reference_pending"] = store.claim_holder(
+                    reference_dirs, identity.run_key(record["config"],
+                                                     identity.device_type(record)))
+    record["ended_at"] = time.time()
     if record["status"] == "ok" and identity.world_size(record["config"]) > 1:
         single = store.scaling_references(reference_dirs, record)
         if single:

@@ -90,10 +90,11 @@ def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
     if device.type != "cuda":
         return [device] * (1 if outside else world)
     count = torch.cuda.device_count()
-    if outside is not None:
-        require(outside["local_rank"] < count, f"rank {outside['rank']} is local rank "
+    if outside is not None:  # one GPU per local rank; a task bound to its GPU sees one
+        local = 0 if count == 1 else outside["local_rank"]
+        require(local < count, f"rank {outside['rank']} is local rank "
                 f"{outside['local_rank']} but its host shows {count} CUDA device(s)")
-        return [torch.device("cuda", outside["local_rank"])]
+        return [torch.device("cuda", local)]
     require(world <= count, f"train.world_size={world} but this host has {count} CUDA "
                             f"device(s): {', '.join(f'cuda:{i}' for i in range(count))}")
     require(world == 1 or ":" not in str(cfg.train.device),
