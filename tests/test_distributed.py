@@ -1,7 +1,8 @@
-"""DDP training on the CPU with gloo, in real processes: ranks spawned by gnnbench or
-started by torchrun train their shares of the seeds and learn; rank 0 records the run with
-every rank's timings and its scaling against one rank; a rank that dies fails the run with
-a record, at once; the GPU lease keeps two timed jobs off one device."""
+"""DDP training on the CPU with gloo, in real processes: ranks spawned by gnnbench (in a
+GPU-pool sweep) or started by torchrun train their shares of the seeds and learn; rank 0
+records the run with every rank's timings and its scaling against one rank; a rank that
+dies fails the run with a record, at once; the device lease keeps two timed jobs off one
+device."""
 
 from __future__ import annotations
 
@@ -16,12 +17,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import make_config
 from support.processes import run as run_command
 from support.processes import start, wait_for_line
-
-from gnnbench.report.cli import main as report_main
-from gnnbench.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -33,19 +30,26 @@ DDP = ("model=sage", "dataset.train_per_class=100", "train.batching=neighbor",
 
 @pytest.fixture(scope="module")
 def scaled(tmp_path_factory, data_dir) -> Path:
-    """The same eager setting on one rank and on two, in one folder, spawned by gnnbench."""
+    """The same eager setting on one rank and on two: a sweep through the GPU pool, one job
+    at a time on this CPU-only host, each spawning its ranks (on the CPU slot it leased)."""
     root = tmp_path_factory.mktemp("ddp")
-    for ranks in (1, 2):
-        cfg = make_config([*DDP, f"data_dir={data_dir}", "train.epochs=10",
-                           "train.warmup_epochs=2", f"train.world_size={ranks}"])
-        record = run_experiment(cfg, root / f"ranks{ranks}", reference_dirs=[root])
-        assert record["status"] == "ok", (record["reason"], record.get("traceback"))
-    return root
+    proc = run_command(["-m", "hydra/launcher=gpu-pool", *DDP, "train.world_size=1,2",
+                        "train.epochs=10", "train.warmup_epochs=2", f"data_dir={data_dir}",
+                        f"hydra.sweep.dir={root / 'sweep'}"], root,
+                       env={"GNNBENCH_LEASE_DIR": str(root / "leases")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scaling efficiency" in proc.stdout  # the 2-rank run's line against 1 rank
+    return root / "sweep"
+
+
+def on_ranks(folder: Path, world_size: int) -> dict:
+    [record] = [json.loads(p.read_text()) for p in folder.glob("*/results.json")
+                if json.loads(p.read_text())["config"]["train"]["world_size"] == world_size]
+    return record
 
 
 def test_two_ranks_train_their_shares_and_learn(scaled):
-    record = json.loads((scaled / "ranks2" / "results.json").read_text())
-    assert record["config"]["train"]["world_size"] == 2
+    record = on_ranks(scaled, 2)
     d = record["distributed"]
     assert (d["world_size"], d["backend"], d["launcher"]) == (2, "gloo", "gnnbench")
     assert [r["rank"] for r in d["ranks"]] == [0, 1] and len({r["pid"] for r in d["ranks"]}) == 2
@@ -65,16 +69,14 @@ def test_two_ranks_train_their_shares_and_learn(scaled):
 
 
 def test_two_ranks_scale_against_one_in_record_and_report(scaled):
-    one = json.loads((scaled / "ranks1" / "results.json").read_text())
-    two = json.loads((scaled / "ranks2" / "results.json").read_text())
+    one, two = on_ranks(scaled, 1), on_ranks(scaled, 2)
     assert one["scaling"] is None and one["distributed"]["world_size"] == 1
     s = two["scaling"]
     assert s["reference"] == one["name"] and s["reference_world_size"] == 1
     assert s["efficiency"] == pytest.approx(s["speedup"] / 2)
     assert s["speedup"] == pytest.approx(one["timing"]["train_step_s"]["median"]
                                          / two["timing"]["train_step_s"]["median"])
-    assert report_main([str(scaled), "--no-wandb"]) == 0
-    rows = list(csv.DictReader((scaled / "report.csv").open()))
+    rows = list(csv.DictReader((scaled / "report.csv").open()))  # the sweep's own report
     assert [(r["variant"], r["world_size"]) for r in rows] == [("eager", "1"), ("eager", "2")]
     assert not rows[0]["scaling_efficiency"] and float(rows[1]["scaling_efficiency"]) > 0
     assert float(rows[1]["scaling_efficiency"]) == pytest.approx(s["efficiency"])

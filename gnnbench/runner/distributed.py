@@ -80,6 +80,8 @@ def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
                 f"train.world_size={world} but {outside['launcher']} started "
                 f"{outside['world_size']} processes; pass train.world_size="
                 f"{outside['world_size']}")
+    if devices and devices[0].type == "cpu":  # a CPU slot leased for the whole run
+        return [devices[0]] * (1 if outside else world)
     if devices:
         require(len(devices) == (1 if outside else world),
                 f"{len(devices)} device(s) leased for train.world_size={world}")
