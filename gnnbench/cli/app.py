@@ -89,10 +89,14 @@ def _lease(cfg: DictConfig, out_dir: Path):
         return None
     if device.type == "cuda" and cfg.train.device in ("auto", "cuda"):
         device = torch.device("cuda")  # any GPU of the host, not the current one
+    def count(value: object) -> int:  # a bad value is the run's error to record
+        return value if isinstance(value, int) and not isinstance(value, bool) \
+            and value >= 1 else 1
+
     ranks = cfg.train.world_size if cfg.train.get("distributed") == "ddp" else 1
     try:
-        held = devices.lease(device, ranks if isinstance(ranks, int) else 1, out_dir.name,
-                             cpu_slots=cfg.get("gpus") or 1,
+        held = devices.lease(device, count(ranks), out_dir.name,
+                             cpu_slots=count(cfg.get("gpus")),
                              should_stop=lambda: interrupts.requested() is not None)
     except RuntimeError:  # more GPUs than the host has: the run says so
         return None
