@@ -61,3 +61,23 @@ def test_sweep_presets_jobs_compose_and_build(preset, count, stride):
     assert len(jobs) == count
     for job in jobs[::stride]:
         build(config.compose_config([f"experiment={preset}", *job, "train.device=cpu"]))
+
+
+@pytest.mark.parametrize("launcher", config.group_choices("hydra/launcher"))
+def test_each_launcher_preset_composes_on_hydra_launcher_plugins(launcher):
+    """conf/hydra/launcher/: each preset extends an installed Hydra launcher plugin and
+    resolves here (how many pool jobs: one on this CPU-only host unless gpus=N)."""
+    from hydra import compose, initialize_config_dir
+
+    config.register_resolvers()
+    with initialize_config_dir(config_dir=str(config.CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", return_hydra_config=True,
+                      overrides=[f"hydra/launcher={launcher}", "gpus=3",
+                                 "train.distributed=ddp", "train.world_size=2",
+                                 "hydra.sweep.dir=x", "hydra.job.name=gnnbench"])
+    resolved = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+    assert resolved["_target_"].startswith("hydra_plugins.")
+    if launcher == "gpu-pool":
+        assert resolved["n_jobs"] == 3 and resolved["batch_size"] == "1"
+    if launcher == "slurm":
+        assert resolved["gpus_per_task"] == 2 and resolved["tasks_per_node"] == 1

@@ -44,3 +44,20 @@ def test_a_run_on_a_named_gpu_records_its_index(run):
     result = run("train.epochs=3", "train.warmup_epochs=1", f"train.device=cuda:{index}")
     assert result["status"] == "ok", result["reason"]
     assert result["env"]["device"] == f"cuda:{index}" and result["env"]["device_index"] == index
+
+
+@pytest.mark.parametrize(("visible", "logical", "host_index"), [
+    (None, 0, 0), (None, 3, 3),          # every GPU visible: cuda:N is the host's GPU N
+    ("2,3", 0, 2), ("2,3", 1, 3),        # a pool or SLURM gave this process GPUs 2 and 3
+    ("GPU-8d5f0c1e", 0, None),           # listed by UUID: env.device_uuid names it
+    ("2,3", 2, None),
+])
+def test_records_name_the_hosts_gpu_index_under_cuda_visible_devices(
+        monkeypatch, visible, logical, host_index):
+    from gnnbench.measure.environment import physical_gpu_index
+
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert physical_gpu_index(logical) == host_index

@@ -131,3 +131,36 @@ def test_report_rows_do_not_depend_on_record_order():
     # The same function gives one run's own comparison.
     one = compare.compare([runs[0]], [runs[3]])
     assert one["speedup"] == pytest.approx(row["speedup"])
+
+
+def test_world_size_is_part_of_the_setting_and_not_of_its_scaling_reference():
+    """A DDP run on 2 ranks and on 1 are different settings (one is the other's scaling
+    reference, matched by `scaling_key`); where the pool or a launcher ran them is not."""
+    one = composed("train.distributed=ddp", "train.world_size=1", "train.batching=neighbor")
+    two = composed("train.distributed=ddp", "train.world_size=2", "train.batching=neighbor",
+                   "gpus=2", "train.dist_timeout_s=30")
+    plain = composed("train.batching=neighbor")
+    assert identity.setting_key(one, "cuda") != identity.setting_key(two, "cuda")
+    assert identity.setting_key(one, "cuda") != identity.setting_key(plain, "cuda")
+    assert identity.scaling_key(one, "cuda") == identity.scaling_key(two, "cuda") == \
+        identity.scaling_key(plain, "cuda")
+    assert [identity.world_size(c) for c in (one, two, plain)] == [1, 2, 1]
+    assert identity.setting_key(two, "cuda") == identity.setting_key(
+        composed("train.distributed=ddp", "train.world_size=2", "train.batching=neighbor"),
+        "cuda")
+
+
+def test_records_before_ddp_read_as_one_process_runs(tmp_path):
+    """Schema 4 added the DDP keys with the defaults that keep what older records measured:
+    an old eager record still matches a compiled run composed today."""
+    old = composed()
+    for key in ("distributed", "world_size", "dist_backend", "dist_timeout_s"):
+        del old["train"][key]
+    del old["gpus"]
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"schema_version": 3, "status": "ok", "config": old, "env": {"device": "cpu"}}))
+    record = store.read(tmp_path)
+    assert record["config"]["train"]["distributed"] == "none"
+    assert record["config"]["train"]["world_size"] == 1 and record["distributed"] is None
+    assert identity.record_setting_key(record) == identity.setting_key(
+        composed("compile=true"), "cpu")

@@ -33,14 +33,61 @@ def main() -> None:
         record_invalid_command(sys.argv[1:], str(exc))
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
-    from gnnbench.cli import app
-    from gnnbench.report import callback
+    from pathlib import Path
 
+    from gnnbench.cli import app, callbacks
+
+    _quiet_other_ranks()
     interrupts.install()
     try:
         app.job()
     except interrupts.Interrupted as exc:  # a second signal outside a run: stop now
+        if callbacks.RUNNING_SWEEP:  # its jobs ran in other processes: say what is left
+            app.stop_sweep(Path(callbacks.RUNNING_SWEEP["dir"]), f"{exc.args[0]}, twice",
+                           interrupts.exit_code(exc.signum))
         print(f"gnnbench: stopped by {exc.args[0]}", file=sys.stderr)
         sys.exit(interrupts.exit_code(exc.signum))
-    if app.failed_runs or callback.LAST_SWEEP.get("failed"):
+    except SystemExit as exc:
+        if callbacks.RUNNING_SWEEP and exc.code:  # the launcher failed (a worker died)
+            app.stop_sweep(Path(callbacks.RUNNING_SWEEP["dir"]), "its launcher failed (above)",
+                           1)
+        raise
+    _exit_status()
+
+
+def _quiet_other_ranks() -> None:
+    """Under torchrun or srun every rank runs this command; rank 0 alone records the run, in
+    the folder the command names. The other ranks get no run folder of their own (Hydra's
+    job folder and log go to a temporary folder)."""
+    import tempfile
+
+    from gnnbench.runner import distributed
+
+    if distributed.records_run():
+        return
+    scratch = tempfile.mkdtemp(prefix="gnnbench-rank-")
+    sys.argv += ["hydra.output_subdir=null", f"hydra.run.dir={scratch}"]
+
+
+def _exit_status() -> None:
+    """The exit status of a command, from the records of its sweep when there is one (its
+    jobs may have run in other processes): 128 + the signal that stopped it, 1 if a job
+    failed or left no record, else 0."""
+    from pathlib import Path
+
+    from gnnbench.cli import app
+    from gnnbench.report import callback
+    from gnnbench.runner import interrupts
+
+    sweep = callback.LAST_SWEEP
+    signum = interrupts.requested()
+    if sweep and signum is not None:  # the jobs heard it through the sweep's stop file
+        app.stop_sweep(Path(sweep["dir"]), interrupts.name(signum),
+                       interrupts.exit_code(signum), report=False)
+    if sweep.get("missing"):
+        print(f"gnnbench: error: {len(sweep['missing'])} job(s) of the sweep left no record "
+              "(listed in its report); to run them, run: "
+              f"{app.resume_command(Path(sweep['dir']))}", file=sys.stderr)
+        sys.exit(1)
+    if app.failed_runs or sweep.get("failed"):
         sys.exit(1)

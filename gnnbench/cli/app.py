@@ -5,6 +5,7 @@ any host, and a sweep re-run into its folder resumes."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -16,7 +17,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import config
 from gnnbench.records import identity, store
-from gnnbench.runner import interrupts
+from gnnbench.runner import interrupts, progress
+
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 config.register_resolvers()
 # Runs of this process that did not end ok (a single run, or a sweep under the basic
@@ -60,23 +63,67 @@ def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
     return True
 
 
+def _in_other_process(hydra_cfg: DictConfig) -> bool:
+    """Whether this sweep job runs in a process of its launcher's (the GPU pool's workers,
+    submitit's jobs), not in the one the user started (Hydra's basic launcher)."""
+    return hydra_cfg.mode == RunMode.MULTIRUN and hydra_cfg.launcher.get("_target_") != \
+        BASIC_LAUNCHER
+
+
+def _lease(cfg: DictConfig, out_dir: Path):
+    """The devices of a job that may run beside others on this host: a lease on one GPU (a
+    DDP run: one per rank; `train.device=cuda:N`: that GPU), or on a CPU slot (`gpus`, else
+    one), waited for until free. None when the run will fail validation anyway (it records
+    why), False when the sweep is stopped while waiting."""
+    import torch
+
+    from gnnbench.runner import devices
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "" and cfg.train.device == "auto":
+        print(f"gnnbench: warning: {out_dir.name} sees no GPU (CUDA_VISIBLE_DEVICES is empty, "
+              "as submitit_local sets it without gpus_per_node): it runs on the CPU; "
+              "hydra/launcher=slurm-local shows jobs the host's GPUs", file=sys.stderr)
+    try:
+        device = config.resolve_device(cfg.train.device)
+    except config.ConfigError:
+        return None
+    if device.type == "cuda" and cfg.train.device in ("auto", "cuda"):
+        device = torch.device("cuda")  # any GPU of the host, not the current one
+    def count(value: object) -> int:  # a bad value is the run's error to record
+        return value if isinstance(value, int) and not isinstance(value, bool) \
+            and value >= 1 else 1
+
+    ranks = cfg.train.world_size if cfg.train.get("distributed") == "ddp" else 1
+    try:
+        held = devices.lease(device, count(ranks), out_dir.name,
+                             cpu_slots=count(cfg.get("gpus")),
+                             should_stop=lambda: interrupts.requested() is not None)
+    except RuntimeError:  # more GPUs than the host has: the run says so
+        return None
+    return held if held is not None else False
+
+
 def resume_command(sweep_dir: Path) -> str:
     args = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
     return shlex.join(["python", "-m", "gnnbench", *args, f"hydra.sweep.dir={sweep_dir}"])
 
 
-def stop_sweep(sweep_dir: Path, why: str, code: int) -> None:
-    """End a sweep early and cleanly: a report of what finished, and how to resume."""
+def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> None:
+    """End a sweep early and cleanly: a report of what finished (`report=False`: already
+    written), and how to resume."""
+    from gnnbench.cli.callbacks import RUNNING_SWEEP
     from gnnbench.report.cli import write_report
 
+    RUNNING_SWEEP.clear()  # said once, here
     print(f"gnnbench: sweep stopped: {why}; the jobs with records:", file=sys.stderr)
     for record in store.find([sweep_dir], warn=False):
         print(f"  {record['status']:12s} {record['_dir']}", file=sys.stderr)
-    try:
-        write_report([sweep_dir], log_to_wandb=False)
-    except OSError as exc:
-        print(f"gnnbench: error: the report could not be written either ({exc})",
-              file=sys.stderr)
+    if report:
+        try:
+            write_report([sweep_dir], log_to_wandb=False)
+        except OSError as exc:
+            print(f"gnnbench: error: the report could not be written either ({exc})",
+                  file=sys.stderr)
     print(f"gnnbench: to resume, run: {resume_command(sweep_dir)}", file=sys.stderr, flush=True)
     sys.exit(code)
 
@@ -90,13 +137,29 @@ def job(cfg: DictConfig) -> None:
     out_dir = Path(hydra_cfg.runtime.output_dir)
     sweeping = hydra_cfg.mode == RunMode.MULTIRUN
     sweep_dir = Path(hydra_cfg.sweep.dir).resolve() if sweeping else None
+    # A job in a launcher's process ends by returning, whatever happens: the process that
+    # launched the sweep reports it, tells how to resume and chooses the exit status.
+    elsewhere = _in_other_process(hydra_cfg)
+    if elsewhere:
+        interrupts.install()  # this process's own Ctrl-C/SIGTERM: finish the epoch, record
+        interrupts.follow(sweep_dir / interrupts.STOP_FILE)
+        progress.LIVE = False  # jobs side by side: plain progress lines, no live bars
     signum = interrupts.requested()
     if signum is not None:  # a signal arrived between jobs: start no more
+        if elsewhere:
+            print(f"gnnbench: not started {out_dir.name}: the sweep was stopped by "
+                  f"{interrupts.name(signum)}", file=sys.stderr, flush=True)
+            return
         stop_sweep(sweep_dir, f"{interrupts.name(signum)} before {out_dir.name}",
                    interrupts.exit_code(signum))
     if _already_final(cfg, out_dir):
         return
     if sweeping and cfg.compile is False and _skip_if_repeat(cfg, out_dir, sweep_dir):
+        return
+    lease = _lease(cfg, out_dir) if elsewhere else None
+    if lease is False:
+        print(f"gnnbench: not started {out_dir.name}: the sweep was stopped while it waited "
+              "for a device", file=sys.stderr, flush=True)
         return
     # Where eager references are looked for: this sweep (a single run: the folder of its
     # run folders), and any folders the user names.
@@ -104,15 +167,26 @@ def job(cfg: DictConfig) -> None:
     group = cfg.wandb.group or (sweep_dir.name if sweeping else None)
     try:
         result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group,
-                                log_dir=sweep_dir)
+                                log_dir=sweep_dir, devices=lease.devices if lease else None)
     except store.WriteError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
+        if elsewhere:  # the sweep's end lists the job as having no record, and exits 1
+            return
         if sweeping:
             stop_sweep(sweep_dir, f"{out_dir.name} could not record its result", 1)
         sys.exit(1)
+    finally:
+        if lease:
+            lease.release()
+    if result is None:  # a DDP rank other than 0 under torchrun: rank 0 records the run
+        return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result["status"] == "interrupted":
         signum = interrupts.requested() or 2
+        if elsewhere:
+            print(f"gnnbench: {result['reason']}; results: {out_dir / 'results.json'}",
+                  file=sys.stderr, flush=True)
+            return
         if sweeping:
             stop_sweep(sweep_dir, f"{interrupts.name(signum)} during {out_dir.name}",
                        interrupts.exit_code(signum))

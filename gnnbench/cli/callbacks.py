@@ -1,5 +1,6 @@
 """Hydra callbacks of the command line: an output folder that cannot be written is one
-clear line before anything runs, not a traceback from inside Hydra."""
+clear line before anything runs, not a traceback from inside Hydra; and a sweep whose jobs
+run in other processes hears of a signal the launching process receives."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
+
+from gnnbench.runner import interrupts
+
+# The sweep this process launched and has not finished: if its launcher fails (a worker
+# killed), the command line still writes its report and says how to resume.
+RUNNING_SWEEP: dict = {}
 
 
 def check_writable(folder: Path, key: str) -> None:
@@ -31,3 +38,25 @@ class OutputFolderCheck(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         check_writable(Path(config.hydra.sweep.dir), "hydra.sweep.dir")
+
+
+class SweepSignals(Callback):
+    """The first SIGINT/SIGTERM of the launching process is written to the sweep's stop file,
+    which every job reads between epochs (wherever it runs); a resumed sweep starts without
+    the stop file of the run it resumes."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
+        root = Path(config.hydra.sweep.dir)
+        interrupts.broadcast_to(root / interrupts.STOP_FILE)
+        RUNNING_SWEEP.update(dir=str(root.resolve()))
+        gpus = config.get("gpus")
+        if isinstance(gpus, int) and gpus > 1 and "n_jobs" in config.hydra.launcher:
+            from gnnbench.config.compose import gpu_count
+
+            if gpu_count() == 0:
+                print(f"gnnbench: warning: gpus={gpus} on a host without CUDA runs {gpus} "
+                      "CPU jobs at once: their timings share the CPU cores",
+                      file=sys.stderr, flush=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        RUNNING_SWEEP.clear()

@@ -22,6 +22,13 @@ common commands:
   gnnbench model=sage dataset=cora compile=true train.paired=true
                                                    eager twin in the same process: speedup at once
 
+scaling out (README, "Scaling out"):
+  gnnbench -m hydra/launcher=gpu-pool experiment=reference     one job per GPU of this host
+  gnnbench -m hydra/launcher=slurm hydra.launcher.partition=P experiment=reference
+                                                   a SLURM job array, one GPU per job
+  gnnbench experiment=synthetic-products-sage train.distributed=ddp train.world_size=2
+                                                   DDP on 2 GPUs (torchrun works too)
+
 choices (conf/<group>/):
 {groups}
 
@@ -33,6 +40,8 @@ keys you will set most (conf/config.yaml has them all, with comments):
   train.device=auto|cpu|cuda|cuda:N
   train.batching=full|neighbor  train.fanouts=[15,10]  train.batch_size=1024
   wandb.mode=auto|online|offline|disabled   data_dir=DIR   data_mirror=DIR   rerun=false|true
+  hydra/launcher={launchers}   gpus=N
+  train.distributed=none|ddp   train.world_size=1   train.dist_backend=auto|nccl|gloo
 
 where results go:
   outputs/runs/<time>_<name>_<tag>/results.json     one run (also W&B's offline run in wandb/)
@@ -47,4 +56,4 @@ def page() -> str:
     groups = "\n".join(f"  {g + '=':12s}{', '.join(group_choices(g))}"
                        for g in ("model", "dataset", "variant", "workload", "regime",
                                  "experiment"))
-    return PAGE.format(groups=groups)
+    return PAGE.format(groups=groups, launchers="|".join(group_choices("hydra/launcher")))

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnbench.config.errors import ConfigError
 from gnnbench.config.naming import run_name
+from gnnbench.config.validate import pool_size
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
@@ -53,6 +54,30 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("gnnbench_unique"):
         # Cached: a run's folder name is resolved more than once and must not change.
         OmegaConf.register_new_resolver("gnnbench_unique", unique_tag, use_cache=True)
+    if not OmegaConf.has_resolver("gnnbench_pool_size"):
+        # conf/hydra/launcher/gpu-pool.yaml: how many jobs at once (`gpus`, or one per GPU).
+        OmegaConf.register_new_resolver("gnnbench_pool_size", pool_size)
+    if not OmegaConf.has_resolver("gnnbench_gpu_count"):
+        OmegaConf.register_new_resolver("gnnbench_gpu_count", gpu_count)
+
+
+def gpu_count() -> int:
+    """The CUDA devices this process sees (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def launcher_choices() -> list[str]:
+    """`hydra/launcher=` options: gnnbench's presets (conf/hydra/launcher/) and those of the
+    installed Hydra launcher plugins (basic, joblib, submitit_local, submitit_slurm)."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()  # imports the plugins, which register their configs
+    stored = [name.removesuffix(".yaml")
+              for name in ConfigStore.instance().list("hydra/launcher")]
+    return sorted({*group_choices("hydra/launcher"), *stored})
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
@@ -99,6 +124,8 @@ def check_overrides(argv: list[str]) -> None:
 
     candidates = [a for a in argv if "=" in a and not a.startswith("-")]
     groups = {g: group_choices(g) for g in CONFIG_GROUPS}
+    if any(a.lstrip("+~").startswith("hydra/launcher=") for a in candidates):
+        groups["hydra/launcher"] = launcher_choices()
     parsed = OverridesParser.create().parse_overrides(candidates)
     picks: list[list[str]] = []
     for override in parsed:
@@ -111,9 +138,13 @@ def check_overrides(argv: list[str]) -> None:
             if value not in groups[key]:
                 raise ConfigError(f"unknown {key} '{value}'; valid choices: "
                                   f"{', '.join(groups[key])}{_suggest(value, groups[key])}")
-        picks.append([f"{key}={v}" for v in values])
+        if key != "hydra/launcher":  # Hydra's group: no gnnbench keys depend on it
+            picks.append([f"{key}={v}" for v in values])
     keyed = [o for o in parsed if o.key_or_group not in groups and not o.is_delete()
              and not o.key_or_group.startswith("hydra")]
+    for override in keyed:
+        if override.key_or_group == "gpus" and not override.is_sweep_override():
+            pool_size(override.value())  # the launcher reads it before any job could say so
     if not keyed:
         return
     # The keys a run reads depend on the groups chosen (model.aggr exists for sage only):

@@ -20,6 +20,8 @@ BATCHING = ("full", "neighbor")
 PRECISIONS = ("fp32", "tf32", "bf16")
 LAYOUTS = ("coo", "csr", "edge_index", "csr-op")
 SAMPLERS = ("auto", "gnnbench", "pyg")
+DISTRIBUTED = ("none", "ddp")
+DIST_BACKENDS = ("auto", "nccl", "gloo")
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 
 
@@ -65,9 +67,14 @@ def validate(cfg: DictConfig) -> None:
         require(not (train.get("pad_batches") and cfg.model.batch_norm),
                 "train.pad_batches=true needs model.batch_norm=false (batch norm would see "
                 "the padding rows)")
+    _validate_distributed(cfg)
     device = resolve_device(train.device)
     require(not cfg.get("capture") or device.type == "cuda",
             f"capture=true needs a CUDA device (train.device={train.device!r} is {device.type})")
+    require(not (train.dist_backend == "nccl" and device.type != "cuda"),
+            f"train.dist_backend='nccl' needs CUDA (train.device={train.device!r} is "
+            f"{device.type}); choose one of: auto, gloo")
+    pool_size(cfg.get("gpus"))
     if cfg.data_mirror is not None:
         require(
             Path(str(cfg.data_mirror)).is_dir(),
@@ -75,6 +82,47 @@ def validate(cfg: DictConfig) -> None:
         )
     for folder in cfg.get("reference_dirs") or []:
         require(Path(str(folder)).is_dir(), f"reference_dirs entry {folder!r} is not a directory")
+
+
+def _validate_distributed(cfg: DictConfig) -> None:
+    train = cfg.train
+    choice("train.distributed", train.distributed, DISTRIBUTED)
+    integer("train.world_size", train.world_size, 1)
+    choice("train.dist_backend", train.dist_backend, DIST_BACKENDS)
+    number("train.dist_timeout_s", train.dist_timeout_s, above=0)
+    if train.distributed == "none":
+        require(train.world_size == 1, f"train.world_size={train.world_size} needs "
+                                       "train.distributed=ddp (none trains in one process)")
+        return
+    require(train.batching == "neighbor",
+            f"train.distributed='ddp' needs train.batching=neighbor (each rank trains on its "
+            f"share of the training seeds; train.batching={train.batching!r} has one batch)")
+    if cfg.compile:
+        require(cfg.compiler.scope == "model",
+                "train.distributed='ddp' compiles the DDP model: needs compiler.scope=model")
+        require(cfg.compiler.fullgraph is False,
+                "train.distributed='ddp' with compile=true needs compiler.fullgraph=false: "
+                "dynamo breaks the graph around DDP's own forward by design (the model "
+                "inside is compiled as one graph, split at DDP's gradient buckets)")
+
+
+def pool_size(gpus: object) -> int:
+    """How many jobs `hydra/launcher=gpu-pool` runs at once: `gpus`, or one per visible GPU
+    (one at a time on a host without CUDA); more than the host has is an error."""
+    import torch
+
+    require(gpus is None or (isinstance(gpus, int) and not isinstance(gpus, bool)),
+            f"gpus={gpus!r} is not an integer; it must be null (one job per GPU of this "
+            "host) or an integer >= 1")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus is None:
+        return max(count, 1)
+    require(gpus >= 1, f"gpus={gpus!r} must be null (one job per GPU of this host) or an "
+                       "integer >= 1")
+    require(count == 0 or gpus <= count,
+            f"gpus={gpus} but this host has {count} CUDA device(s): "
+            f"{', '.join(f'cuda:{i}' for i in range(count))}")
+    return gpus
 
 
 def resolve_device(name: object) -> torch.device:

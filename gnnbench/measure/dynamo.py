@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from collections import Counter
 
 import torch
 
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 _CUDAGRAPHS_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
+# Dynamo's DDP optimizer (a compiled DistributedDataParallel model) logs, at INFO, how many
+# gradient buckets, hence subgraphs, it split each graph into.
+_DDP_LOGGER = "torch._dynamo.backends.distributed"
+_DDP_BUCKETS = re.compile(r"DDPOptimizer used bucket cap (\d+) and created (\d+) buckets")
 
 
 def reset() -> None:
@@ -82,20 +87,22 @@ class DynamoRecorder:
         self._handlers = {}
         self._saved = {}
         torch._logging.set_logs(recompiles=True, cudagraphs=True)
-        for name in (_RECOMPILES_LOGGER, _CUDAGRAPHS_LOGGER):
+        for name in (_RECOMPILES_LOGGER, _CUDAGRAPHS_LOGGER, _DDP_LOGGER):
             logger = logging.getLogger(name)
             handler = _Collect()
-            logger.addHandler(handler)
             self._handlers[name] = handler
             # Collected here, not printed: the run's record holds them.
-            self._saved[name], logger.propagate = logger.propagate, False
+            self._saved[name] = (logger.propagate, logger.level, logger.handlers[:])
+            logger.propagate = False
+            logger.handlers = [*(logger.handlers if name != _DDP_LOGGER else []), handler]
+        logging.getLogger(_DDP_LOGGER).setLevel(logging.INFO)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for name, handler in self._handlers.items():
+        for name in self._handlers:
             logger = logging.getLogger(name)
-            logger.removeHandler(handler)
-            logger.propagate = self._saved[name]
+            logger.propagate, level, logger.handlers = self._saved[name]
+            logger.setLevel(level)
         torch._logging.set_logs()
 
     def recompiles(self) -> int:
@@ -105,10 +112,23 @@ class DynamoRecorder:
     def _group(self, group: str) -> dict[str, int]:
         return _diff(Counter(dict(self._counters[group])), self._before[group])
 
+    def ddp_split(self) -> dict | None:
+        """A compiled DDP model: each graph dynamo compiled and the number of subgraphs the
+        DDP optimizer split it into at bucket boundaries (gradients of one bucket are
+        all-reduced while the backward of the next subgraph runs). None otherwise."""
+        found = [_DDP_BUCKETS.search(m) for m in self._handlers[_DDP_LOGGER].messages]
+        found = [m for m in found if m]
+        if not found:
+            return None
+        return {"bucket_cap_bytes": int(found[0].group(1)),
+                "subgraphs_per_graph": [int(m.group(2)) for m in found]}
+
     def snapshot(self) -> dict:
         breaks = self._group("graph_break")
         recompiles = [_recompile_reason(m) for m in self._handlers[_RECOMPILES_LOGGER].messages]
+        split = self.ddp_split()
         return {
+            **({"ddp_split": split} if split else {}),
             "graphs": int(self._group("stats").get("unique_graphs", 0)),
             "graph_breaks": int(sum(breaks.values())),
             "graph_break_reasons": [

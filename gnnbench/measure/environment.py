@@ -8,6 +8,27 @@ import platform
 import torch
 
 
+def physical_gpu_index(logical: int, visible: str | None = None) -> int | None:
+    """The index the host (nvidia-smi, CUDA_VISIBLE_DEVICES) gives the GPU that this process
+    calls cuda:`logical`: CUDA_VISIBLE_DEVICES=2,3 makes cuda:0 the host's GPU 2. None where
+    the mapping cannot be read (the variable lists UUIDs, or fewer devices)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    if visible is None or not visible.strip():
+        return logical if visible is None else None
+    entries = [e.strip() for e in visible.split(",")]
+    if logical >= len(entries) or not entries[logical].isdigit():
+        return None
+    return int(entries[logical])
+
+
+def gpu_uuid(device: torch.device) -> str | None:
+    """The GPU's UUID: the same GPU under any CUDA_VISIBLE_DEVICES (SLURM's cgroups, a pool)."""
+    try:
+        return f"GPU-{torch.cuda.get_device_properties(device).uuid}"
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def environment(device: torch.device | None) -> dict:
     import torch_geometric
 
@@ -24,6 +45,15 @@ def environment(device: torch.device | None) -> dict:
         "cuda": torch.version.cuda,
     }
     if device is not None and device.type == "cuda":
-        env["device_index"] = device.index
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        # The host's index of the GPU (not cuda:N of this process, which CUDA_VISIBLE_DEVICES
+        # renumbers from 0), its UUID, and what the process was allowed to see.
+        env["device_index"] = physical_gpu_index(index)
+        env["device_uuid"] = gpu_uuid(torch.device("cuda", index))
+        env["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
         env["device_name"] = torch.cuda.get_device_name(device)
+        if os.environ.get("SLURM_JOB_ID"):
+            env["slurm"] = {k: os.environ.get(f"SLURM_{k.upper()}") for k in
+                            ("job_id", "array_job_id", "array_task_id", "job_gpus",
+                             "step_gpus", "nodelist")}
     return env

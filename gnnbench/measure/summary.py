@@ -48,3 +48,18 @@ def accuracy_summary(records: list[dict]) -> dict:
         "best_epoch": best["epoch"],
         "test_at_best_val": best["test_acc"],
     }
+
+
+def rank_timing(records: list[dict], warmup: int, train_nodes: int) -> dict:
+    """A DDP run's epochs per rank (its train time and its sampling, transfer and compute
+    after the warm-up), and its throughput: training nodes per second of the steady epoch
+    (an epoch ends when its slowest rank does)."""
+    steady = records[warmup:]
+    world = len(records[0]["rank_train_s"])
+    ranks = [{"rank": rank, **{f"{stage}_s": summarize([r[f"rank_{stage}_s"][rank]
+                                                       for r in steady])
+                              for stage in ("train", *STAGES)}}
+             for rank in range(world)]
+    median = summarize([r["train_s"] for r in steady])["median"]
+    return {"ranks": ranks,
+            "throughput_nodes_per_s": train_nodes / median if median else None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 
 from gnnbench.measure.stats import speedup
+from gnnbench.records import identity
 
 MEASURES = {"train": "train_s", "inference": "eval_s", "epoch": "epoch_wall_s"}
 
@@ -84,3 +85,40 @@ def _against(compiled: list[dict], reference: dict[str, list[float]],
     if reference_dirs is not None:
         out["reference_dirs"] = reference_dirs
     return out
+
+
+def train_nodes(run: dict) -> int | None:
+    """The training nodes an epoch covers (all ranks together)."""
+    return ((run.get("dataset") or {}).get("split_sizes") or {}).get("train")
+
+
+def compare_scaling(single: list[dict], multi: list[dict]) -> dict | None:
+    """How runs on N ranks (GPUs) stand against the same setting and variant on one: speedup
+    of the epoch (one rank's median / N ranks' median, bootstrap 95 % CI), throughput in
+    training nodes per second, and scaling efficiency = speedup / N (1.0 is perfect).
+    Pooled over runs; None when either side has no ok run."""
+    single = [r for r in single if r["status"] == "ok"]
+    multi = [r for r in multi if r["status"] == "ok"]
+    if not single or not multi:
+        return None
+    world = identity.world_size(multi[0]["config"])
+    out = speedup([s for r in single for s in steady_steps(r)],
+                  [s for r in multi for s in steady_steps(r)], None)
+    nodes = train_nodes(multi[0])
+    low, high = out["speedup_ci95"]
+    return {
+        "world_size": world,
+        "speedup": out["speedup"],
+        "speedup_ci95": out["speedup_ci95"],
+        "efficiency": out["speedup"] / world,
+        "efficiency_ci95": [low / world if low is not None else None,
+                            high / world if high is not None else None],
+        "epoch_median_s": out["compiled_step_median_s"],
+        "single_epoch_median_s": out["eager_step_median_s"],
+        "throughput_nodes_per_s": nodes / out["compiled_step_median_s"] if nodes else None,
+        "single_throughput_nodes_per_s": (nodes / out["eager_step_median_s"]
+                                          if nodes else None),
+        "reference": ", ".join(r["name"] for r in single),
+        "reference_dirs": [r.get("_dir") for r in single],
+        "reference_world_size": identity.world_size(single[0]["config"]),
+    }

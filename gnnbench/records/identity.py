@@ -2,7 +2,9 @@
 (model, dataset, training, and the device type), and nothing that does not (where the data
 is cached, W&B, Hydra's folders, which GPU of a host). Its *variant* is how it is compiled.
 A run is a setting, a variant and a seed: an eager run of the same setting (and seed) is a
-compiled run's reference, on any host, under any launcher, in any order."""
+compiled run's reference, on any host, under any launcher, in any order. How many ranks
+(GPUs) train a DDP run is part of its setting; the same setting on one rank is its scaling
+reference (`scaling_key`)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,19 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from gnnbench.config import variant_label
+
 # Top-level config keys that say where things are or how they are reported, not what is
 # measured. A new key is part of a setting unless it is listed here.
-NOT_MEASURED = ("data_dir", "data_mirror", "reference_dirs", "rerun", "wandb")
+NOT_MEASURED = ("data_dir", "data_mirror", "reference_dirs", "rerun", "wandb", "gpus")
 # The variant (how the setting is compiled) and the run (seed), not the setting.
 VARIANT_KEYS = ("compile", "compiler", "capture")
 # train.device: its type is part of the setting, its index is not (the type comes from
 # where the run ran). train.paired: how the eager side is measured, part of the variant label.
-NOT_MEASURED_TRAIN = ("seed", "device", "paired")
+# train.dist_timeout_s: when a stuck DDP run fails, not what it measures.
+NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
+# How many processes train it: a DDP run and its one-GPU reference differ only here.
+SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 
 
 def device_type(record: Mapping) -> str:
@@ -44,10 +51,36 @@ def setting(config: Mapping, device: str) -> dict:
     return kept
 
 
+def _digest(tree: Mapping) -> str:
+    text = json.dumps(tree, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def setting_key(config: Mapping, device: str) -> str:
     """A short stable digest of `setting`, equal for equal settings."""
-    text = json.dumps(setting(config, device), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _digest(setting(config, device))
+
+
+def distributed(config: Mapping) -> bool:
+    return config["train"].get("distributed", "none") == "ddp"
+
+
+def world_size(config: Mapping) -> int:
+    """How many ranks trained the run: 1 unless it is a DDP run."""
+    return int(config["train"].get("world_size", 1)) if distributed(config) else 1
+
+
+def scaling_key(config: Mapping, device: str) -> str:
+    """The setting without how many processes train it: equal for a DDP run on N GPUs and
+    the same setting on one GPU (DDP with world_size 1, or one plain process)."""
+    kept = setting(config, device)
+    kept["train"] = {k: v for k, v in kept["train"].items() if k not in SCALE_KEYS}
+    return _digest(kept)
+
+
+def variant_key(config: Mapping) -> str:
+    """The variant (eager, or how it is compiled): runs of a setting compare within one."""
+    return variant_label(config)
 
 
 def record_setting_key(record: Mapping) -> str:

@@ -104,6 +104,11 @@ def _headline(result: dict) -> dict:
                 summary[f"vs_eager/{measure}_speedup"] = c[measure]["speedup"]
                 summary[f"vs_eager/{measure}_break_even_epochs"] = c[measure][
                     "break_even_epochs"]
+    if result.get("distributed"):  # a DDP run: its ranks, throughput, and against one rank
+        summary["world_size"] = result["distributed"]["world_size"]
+        summary["throughput_nodes_per_s"] = t.get("throughput_nodes_per_s")
+        summary.update({f"scaling/{k}": v for k, v in (result.get("scaling") or {}).items()
+                        if not isinstance(v, (list, dict))})
     return {k: v for k, v in summary.items() if v is not None}
 
 

@@ -18,7 +18,11 @@ from omegaconf import DictConfig, OmegaConf
 # 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
 # 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
 # 4: `train.precision`, `graph.layout` and `capture` (the matrix of precisions and layouts),
-#    `graph` (layout and its conversion time), inference and whole-epoch speedups.
+#    `graph` (layout and its conversion time), inference and whole-epoch speedups;
+#    `train.prefetch`, `train.pad_batches` (mini-batch padding waste in `batching`); DDP
+#    training (train.distributed, .world_size, .dist_backend; `distributed`, `scaling`,
+#    per-rank timings); env.device_index is the host's GPU index (CUDA_VISIBLE_DEVICES
+#    applied), with env.device_uuid and env.cuda_visible_devices; `started_at`, `ended_at`.
 SCHEMA_VERSION = 4
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
@@ -28,6 +32,9 @@ ADDED_KEYS: dict[str, tuple[int, object]] = {
     "graph.layout": (4, "coo"),
     "train.prefetch": (4, False),
     "train.pad_batches": (4, False),
+    "train.distributed": (4, "none"),  # one process trained every run before
+    "train.world_size": (4, 1),
+    "train.dist_backend": (4, "auto"),
 }
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
@@ -52,6 +59,8 @@ def new_record(cfg: DictConfig) -> dict:
         "cuda_graphs": None,
         "cuda_graph_audit": None,
         "stability": None,
+        "distributed": None,
+        "scaling": None,
         "epochs": [],
     }
 
@@ -84,6 +93,9 @@ def upgrade(record: dict) -> dict:
     if version < 3:
         # Not checked when it ran; the report judges its epochs alone (no machine load).
         record.setdefault("stability", None)
+    if version < 4:
+        record.setdefault("distributed", None)  # one process trained it
+        record.setdefault("scaling", None)
     return record
 
 

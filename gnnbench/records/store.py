@@ -45,17 +45,18 @@ def _finite(value: object) -> object:
     return value
 
 
-def write(record: dict, out_dir: Path) -> Path:
+def write(record: dict, out_dir: Path, name: str = RESULTS_FILE) -> Path:
     """Atomic write: a reader never sees half a file, even if the run is killed. The
     temporary file has a unique name, so concurrent writers never share it, and it never
-    outlives a failed write (a full disk leaves the previous record, or none)."""
-    path = out_dir / RESULTS_FILE
+    outlives a failed write (a full disk leaves the previous record, or none). `name`: a
+    file other than the run's record (a DDP rank's, for the process that started it)."""
+    path = out_dir / name
     text = json.dumps(_finite({k: v for k, v in record.items() if not k.startswith("_")}),
                       indent=2, allow_nan=False) + "\n"
     tmp = None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS_FILE}.", suffix=".tmp", dir=out_dir)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -104,6 +105,22 @@ def eager_references(folders: Iterable[Path], config: dict, device: str) -> list
     return sorted(found, key=lambda r: os.stat(r["_path"]).st_mtime)
 
 
+def scaling_references(folders: Iterable[Path], record: dict) -> list[dict]:
+    """Finished one-GPU runs of the same setting, variant and seed as the DDP `record`, newest
+    last: DDP runs of world_size 1 if there are any (the same code on one rank), else plain
+    one-process runs."""
+    key = identity.scaling_key(record["config"], identity.device_type(record))
+    seed, variant = record["config"]["train"]["seed"], identity.variant_key(record["config"])
+    found = [r for r in find(folders, warn=False)
+             if r["status"] == "ok" and r.get("config") and identity.world_size(r["config"]) == 1
+             and r["config"]["train"]["seed"] == seed
+             and identity.variant_key(r["config"]) == variant
+             and identity.scaling_key(r["config"], identity.device_type(r)) == key]
+    found.sort(key=lambda r: (identity.distributed(r["config"]),
+                              os.stat(r["_path"]).st_mtime))
+    return found
+
+
 def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
     """Claim the eager run `key` for `out_dir` within a sweep. Returns None when the claim is
     ours (new, or made by this very folder before: a re-run), else the folder holding it.
@@ -124,3 +141,13 @@ def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
         return None if holder == str(out_dir) else holder
     finally:
         os.unlink(tmp)
+
+
+def claim_holder(folders: Iterable[Path], key: str) -> str | None:
+    """The job folder that claimed the eager run `key` in one of `folders` (sweeps), if any:
+    under a launcher that runs jobs at once, a compiled job can end before its eager job."""
+    for folder in folders:
+        path = Path(folder) / CLAIMS_DIR / key
+        if path.is_file():
+            return path.read_text().strip()
+    return None

@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from gnnbench.records import store
+from gnnbench.records import store, sweep
 from gnnbench.report.cli import write_report
 
 # Set by on_multirun_end, read by the CLI to choose its exit status: the jobs' outcomes come
@@ -23,7 +23,11 @@ class SweepReport(Callback):
         records = store.find([root], warn=False)
         LAST_SWEEP.clear()
         LAST_SWEEP.update(dir=str(root), failed=[r["name"] for r in records
-                                                 if r["status"] not in ("ok", "skipped")])
+                                                 if r["status"] not in ("ok", "skipped")],
+                          # jobs that left no record (stopped before they began, or their
+                          # process died): the sweep did not do all it was asked
+                          missing=[job for p in sweep.progress([root], records)
+                                   for job in p["missing"]])
         offline = list(root.glob("wandb/offline-run-*")) + list(root.glob("*/wandb/offline-run-*"))
         if offline:
             print(f"W&B: {len(offline)} offline run(s) in this sweep (the jobs and the report); "

@@ -87,6 +87,24 @@ def _epochs_line(runs: list[dict]) -> str:
                      for (epochs, warmup), ds in sorted(plans.items(), reverse=True))
 
 
+def _wall_clock_line(runs: list[dict]) -> str | None:
+    """From the first run's start to the last one's end, and how many ran at once at most:
+    what a launcher that runs jobs side by side (the GPU pool, a job array) saves. None for
+    records that predate `started_at`."""
+    spans = [(r["started_at"], r["ended_at"]) for r in runs
+             if r.get("started_at") is not None and r.get("ended_at") is not None]
+    if not spans:
+        return None
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return (f"- **Wall clock**: {max(e for _, e in spans) - min(s for s, _ in spans):.1f} s "
+            f"from the first run's start to the last run's end; at most {most} of "
+            f"{len(spans)} runs at once")
+
+
 def header(runs: list[dict], rows: list[dict], verdicts: list[dict]) -> str:
     """The lines above the table; `verdicts` are the ok runs' stability verdicts."""
     skipped = sum(r["status"] == "skipped" for r in runs)
@@ -106,6 +124,7 @@ def header(runs: list[dict], rows: list[dict], verdicts: list[dict]) -> str:
         f"- **Records**: {len(runs)}: {ran} runs ({ok} ok, {ran - ok} failed) in {len(rows)} "
         f"rows, {skipped} skipped (repeats of an eager run)",
         f"- **Timing stability**: {stable_line}",
+        *filter(None, [_wall_clock_line(runs)]),
         "- **Plots**: [speedup over eager](speedup.png), [epoch-time distributions]"
         "(epoch_times.png); the table as [CSV](report.csv)",
         "",

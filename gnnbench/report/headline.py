@@ -38,6 +38,8 @@ def headline_rows(rows: list[dict]) -> list[dict]:
     fastest compiled row that ran (None where there is none)."""
     settings: dict[tuple, list[dict]] = {}
     for row in rows:  # rows of other precisions or layouts are settings of their own
+        if row.get("distributed", "none") != "none":  # DDP rows: the report's Scaling section
+            continue
         key = (row["model"], row["dataset"], row.get("precision"), row.get("layout"))
         settings.setdefault(key, []).append(row)
     out = []

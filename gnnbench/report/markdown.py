@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gnnbench.report import header
 from gnnbench.report.headline import overhead_cell
-from gnnbench.report.rows import groups, run_stability, setting_note, stability_warnings
+from gnnbench.report.rows import groups, run_stability, stability_warnings, variant_cell
 
 
 def _fmt(value: object, digits: int = 2) -> str:
@@ -64,7 +64,7 @@ def to_markdown(rows: list[dict], skipped: int = 0,
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason'][:120]}"
         be = r["break_even_epochs"]
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['variant']}{setting_note(r)} | {r['runs']} | "
+            f"| {r['model']} | {r['dataset']} | {variant_cell(r)} | {r['runs']} | "
             f"{_fmt(r['epoch_ms'])} [{_fmt(r['epoch_ms_iqr'])}] | {speed} | "
             f"{_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | {overhead_cell(r)} | "
             f"{_fmt(be, 0) if be is not None else ('never' if r['speedup'] else '–')} | "
@@ -74,6 +74,61 @@ def to_markdown(rows: list[dict], skipped: int = 0,
     if skipped:
         lines.append(f"\n{skipped} sweep job(s) skipped: they repeated an eager run already made.")
     return "\n".join(lines)
+
+
+def scaling_markdown(rows: list[dict]) -> str | None:
+    """DDP rows: throughput and scaling against one rank; None when there are none."""
+    ddp = [r for r in rows if r.get("distributed") == "ddp" and r["epoch_ms"] is not None]
+    if not ddp:
+        return None
+    lines = ["## Scaling (DDP)", "",
+             "Epoch time is the slowest rank's train part of an epoch (ranks wait for each "
+             "other at every gradient all-reduce); throughput is training nodes per second of "
+             "it; scaling efficiency is the speedup over the same setting and variant on one "
+             "rank divided by the ranks (1.00 is perfect), with a bootstrap 95 % CI. Each "
+             "run's per-rank split (sampling, transfer, compute) is in its `results.json` "
+             "(`timing.ranks`).", "",
+             "| model | dataset | variant | ranks | runs | epoch time (ms), median | "
+             "throughput (nodes/s) | speedup vs 1 rank | scaling efficiency [95% CI] |",
+             "|" + "---|" * 9]
+    for r in ddp:
+        eff = "–" if r["scaling_efficiency"] is None else f"{r['scaling_efficiency']:.2f}" + (
+            f" [{r['scaling_efficiency_ci_low']:.2f}–{r['scaling_efficiency_ci_high']:.2f}]"
+            if r["scaling_efficiency_ci_low"] is not None else " [no CI]")
+        rate = "–" if r["throughput_nodes_s"] is None else f"{r['throughput_nodes_s']:,.0f}"
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['world_size']} | "
+                     f"{r['runs']} | {_fmt(r['epoch_ms'])} | {rate} | "
+                     f"{_fmt(r['scaling_speedup'])} | {eff} |")
+    return "\n".join(lines)
+
+
+def _gpus(run: dict) -> str:
+    """The host's index of the GPU(s) a run trained on (every rank's for a DDP run)."""
+    env = run.get("env") or {}
+    ranks = (run.get("distributed") or {}).get("ranks") or []
+    if ranks and any(str(r.get("device") or "").startswith("cuda") for r in ranks):
+        return ", ".join(str(r["device_index"]) if r.get("device_index") is not None else
+                         "not recorded" for r in ranks)
+    if str(env.get("device") or "").startswith("cuda"):
+        index = env.get("device_index")
+        return str(index) if index is not None else "not recorded"
+    return "–"
+
+
+def runs_markdown(runs: list[dict]) -> str:
+    """Where each run ran: its host and GPU, so that runs from several hosts (or copied back
+    from a cluster) can be told apart."""
+    lines = ["## Runs", "", "<details><summary>Each run's host and GPU "
+             f"({len(runs)} records)</summary>", "",
+             "| run | status | host | device | GPU (host index) | folder |", "|" + "---|" * 6]
+    for run in sorted(runs, key=lambda r: (r.get("name") or "", r.get("_dir") or "")):
+        env = run.get("env") or {}
+        folder = "/".join(str(run.get("_dir") or "").split("/")[-2:])
+        lines.append(f"| {run.get('name')} | {run['status']} | "
+                     f"{env.get('host') or 'not recorded'} | "
+                     f"{env.get('device_name') or '–'} ({env.get('device') or '–'}) | "
+                     f"{_gpus(run)} | {folder} |")
+    return "\n".join([*lines, "", "</details>"])
 
 
 def report_markdown(title: str, runs: list[dict], rows: list[dict]) -> str:
@@ -88,8 +143,12 @@ def report_markdown(title: str, runs: list[dict], rows: list[dict]) -> str:
     listed = [f"- `{who}`: {warning}" if who != "runs" else
               f"- {r['model']}/{r['dataset']} {r['variant']}, across its runs: {warning}"
               for r, found in zip(rows, warnings, strict=True) for who, warning in found]
+    scaling = scaling_markdown(rows)
+    if scaling:
+        parts.append(scaling)
     if listed:
         parts.append("## Timing stability warnings\n\n"
                      "Quote these rows' times and speedups with care (README, \"Timing "
                      f"stability\"). {header.thresholds_line()}\n\n" + "\n".join(listed))
+    parts.append(runs_markdown(runs))
     return "\n\n".join(parts) + "\n"

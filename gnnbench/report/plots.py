@@ -15,14 +15,14 @@ import matplotlib.pyplot as plt  # noqa: E402 - after choosing the file-only bac
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from gnnbench.records.compare import steady_steps  # noqa: E402
-from gnnbench.report.rows import groups  # noqa: E402
+from gnnbench.report.rows import groups, variant_cell  # noqa: E402
 
 FASTER, SLOWER, UNCLEAR, EAGER = "tab:green", "tab:red", "tab:gray", "black"
 
 
 def row_label(row: dict) -> str:
     unstable = " [unstable]" if row.get("unstable_runs") else ""
-    return f"{row['model']}/{row['dataset']}  {row['variant']}{unstable}"
+    return f"{row['model']}/{row['dataset']}  {variant_cell(row)}{unstable}"
 
 
 def _plain(ms: float) -> str:
@@ -63,7 +63,7 @@ def _figure(n: int) -> tuple[plt.Figure, plt.Axes]:
 def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[dict], path: Path) -> dict:
     labels = [row_label(r) for r in rows]
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # the table's first row at the top
+    ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)  # the table's first row at the top
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     drawn = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),

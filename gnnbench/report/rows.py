@@ -10,9 +10,10 @@ from gnnbench.config import variant_label
 from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
-from gnnbench.records.compare import compare, compare_paired, steady_steps
+from gnnbench.records.compare import compare, compare_paired, compare_scaling, steady_steps
 
-COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "epoch_ms",
+COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "status",
+           "steady_epochs", "epoch_ms",
            "epoch_ms_iqr",
            "run_median_ms_min", "run_median_ms_max", "speedup", "speedup_ci_low",
            "speedup_ci_high", "compile_overhead_s", "compile_overhead_max_s",
@@ -20,15 +21,28 @@ COLUMNS = ["model", "dataset", "variant", "runs", "status", "steady_epochs", "ep
            "recompiles", "cuda_graphs", "cudagraph_skips", "memory_ratio", "test_acc_mean",
            "test_acc_std", "test_acc_delta", "reason", "unstable_runs", "precision", "layout",
            "inference_speedup", "inference_ci_low", "inference_ci_high", "epoch_speedup",
-           "epoch_ci_low", "epoch_ci_high"]
+           "epoch_ci_low", "epoch_ci_high",
+           # DDP rows (README, Scaling out): training nodes per second, and against the row
+           # of the same setting and variant on one rank.
+           "throughput_nodes_s", "scaling_speedup", "scaling_efficiency",
+           "scaling_efficiency_ci_low", "scaling_efficiency_ci_high"]
 
 
 def setting_note(row: dict) -> str:
     """The precision and layout of a row when they are not the defaults (fp32, coo): rows
     of one model, dataset and variant differ by them in a matrix sweep."""
-    parts = [p for p, default in ((row["precision"], "fp32"), (row["layout"], "coo"))
+    parts = [p for p, default in ((row.get("precision"), "fp32"), (row.get("layout"), "coo"))
              if p and p != default]
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def variant_cell(row: dict) -> str:
+    """The variant, its precision and layout where not the defaults, and for a DDP row how
+    many ranks (GPUs) trained it."""
+    cell = row["variant"] + setting_note(row)
+    if row.get("distributed") == "ddp":
+        return f"{cell}, DDP ×{row['world_size']}"
+    return cell
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -71,7 +85,8 @@ def groups(runs: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
     def order(item: tuple) -> tuple:
         (setting, variant), members = item
         cfg = members[0]["config"]
-        return cfg["model"]["name"], cfg["dataset"]["name"], setting, variant != "eager", variant
+        return (cfg["model"]["name"], cfg["dataset"]["name"], identity.distributed(cfg),
+                identity.world_size(cfg), setting, variant != "eager", variant)
 
     return sorted(found.items(), key=order)
 
@@ -88,6 +103,34 @@ def cuda_graphs_cell(runs: list[dict]) -> tuple[str, int | None]:
     return label, sum(a["inductor_skips"] for a in observed) if observed else None
 
 
+def single_rank_runs(grouped: list[tuple[tuple[str, str], list[dict]]],
+                     members: list[dict]) -> list[dict]:
+    """The runs on one rank of the setting and variant of a DDP row on several: DDP runs
+    of world_size 1 if there are any, else plain one-process runs."""
+    cfg = members[0]["config"]
+    key = identity.scaling_key(cfg, identity.device_type(members[0]))
+    variant = identity.variant_key(cfg)
+    found: dict[bool, list[dict]] = {False: [], True: []}
+    for (_, row_variant), runs in grouped:
+        first = runs[0]["config"]
+        if (row_variant == variant and identity.world_size(first) == 1
+                and identity.scaling_key(first, identity.device_type(runs[0])) == key):
+            found[identity.distributed(first)] += runs
+    return found[True] or found[False]
+
+
+def _scaling(row: dict, single: list[dict], ok: list[dict]) -> None:
+    if ok and "ranks" in (ok[0]["timing"] or {}):
+        rates = [r["timing"]["throughput_nodes_per_s"] for r in ok]
+        row["throughput_nodes_s"] = statistics.median(r for r in rates if r is not None) \
+            if any(r is not None for r in rates) else None
+    cmp = compare_scaling(single, ok) if single else None
+    if cmp is not None:
+        row.update(scaling_speedup=cmp["speedup"], scaling_efficiency=cmp["efficiency"],
+                   scaling_efficiency_ci_low=cmp["efficiency_ci95"][0],
+                   scaling_efficiency_ci_high=cmp["efficiency_ci95"][1])
+
+
 def build_rows(runs: list[dict]) -> list[dict]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
     grouped = groups(runs)
@@ -101,7 +144,8 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row.update(model=cfg["model"]["name"], dataset=cfg["dataset"]["name"], variant=variant,
                    precision=cfg["train"].get("precision", "fp32"),
                    layout=cfg.get("graph", {}).get("layout", "coo"),
-                   runs=f"{len(ok)}/{len(members)} ok",
+                   distributed=cfg["train"].get("distributed", "none"),
+                   world_size=identity.world_size(cfg), runs=f"{len(ok)}/{len(members)} ok",
                    status="ok" if not failed else failed[0]["status"],
                    reason=failed[0]["reason"] if failed else None)
         rows.append(row)
@@ -115,6 +159,9 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row["test_acc_mean"], row["test_acc_std"] = _mean_std(
             [r["accuracy"]["test_at_best_val"] for r in ok])
         row["cuda_graphs"], row["cudagraph_skips"] = cuda_graphs_cell(ok)
+        if row["distributed"] == "ddp":
+            _scaling(row, single_rank_runs(grouped, members) if row["world_size"] > 1 else [],
+                     ok)
         verdicts = [v for v in map(run_stability, ok) if v is not None]
         # None, not 0, when no run had enough steady epochs (or a load sample) to judge.
         if any(not v["ok"] or v["checks"]["spread"] is not None

@@ -36,6 +36,7 @@ def format_summary(result: dict, where: str | None = None) -> str:
                          f"sampler): sampling {_ms(t['sample_s']['median'])}, transfer "
                          f"{_ms(t['transfer_s']['median'])}, compute "
                          f"{_ms(t['compute_s']['median'])}")
+        lines += _ranks(result)
         first = f"  first epoch: {t['first_epoch_s']:.2f} s"
         if t.get("compile_overhead_s") is not None:
             first += f"; compile overhead {t['compile_overhead_s']:.2f} s"
@@ -59,8 +60,39 @@ def format_summary(result: dict, where: str | None = None) -> str:
         lines.append(f"  peak memory: {_bytes(m['peak_bytes'])} ({m['kind']})")
     lines.append(f"  wall time {t.get('wall_s', 0):.1f} s"
                  + (f"; results: {where}" if where else ""))
-    lines += _answer(result)
+    lines += _answer(result) + _scaling(result)
     return "\n".join(lines)
+
+
+def _ranks(result: dict) -> list[str]:
+    """A DDP run: its ranks, throughput, and each rank's split of the epoch."""
+    d, t = result.get("distributed"), result.get("timing") or {}
+    if not d or "ranks" not in t:
+        return []
+    throughput = t.get("throughput_nodes_per_s")
+    lines = [f"  DDP: {d['world_size']} rank(s), {d['backend']}, started by {d['launcher']}; "
+             f"throughput {throughput:,.0f} training nodes/s" if throughput else
+             f"  DDP: {d['world_size']} rank(s), {d['backend']}, started by {d['launcher']}"]
+    lines += [f"    rank {r['rank']}: train {_ms(r['train_s']['median'])} = sampling "
+              f"{_ms(r['sample_s']['median'])} + transfer {_ms(r['transfer_s']['median'])} "
+              f"+ compute {_ms(r['compute_s']['median'])} (medians)" for r in t["ranks"]]
+    return lines
+
+
+def _scaling(result: dict) -> list[str]:
+    """A DDP run on N > 1 ranks: how it stands against the same setting on one."""
+    cfg = result["config"]
+    ranks = cfg["train"].get("world_size", 1) if cfg["train"].get("distributed") == "ddp" else 1
+    if ranks <= 1 or result["status"] != "ok":
+        return []
+    c = result.get("scaling")
+    if not c:
+        return ["  scaling: no world_size=1 run of this setting, variant and seed found; run "
+                "the same command with train.world_size=1 first (same folder)"]
+    low, high = c["efficiency_ci95"]
+    ci = f" [95% CI {low:.2f}–{high:.2f}]" if low is not None else ""
+    return [f"  => {c['speedup']:.2f}x the epoch on {c['reference_world_size']} rank against "
+            f"{c['reference']}: scaling efficiency {c['efficiency']:.2f}{ci} on {ranks} ranks"]
 
 
 def _answer(result: dict) -> list[str]:
@@ -70,6 +102,9 @@ def _answer(result: dict) -> list[str]:
     if not (cfg.get("compile") or cfg.get("capture")) or result["status"] != "ok":
         return []
     c = result.get("comparison")
+    if not c and result.get("reference_pending"):
+        return [f"  speedup: its eager run ({result['reference_pending']}) had not finished "
+                "when this run did; the sweep's report compares them"]
     if not c:
         searched = ", ".join(result.get("reference_search") or []) or "no folder"
         return [f"  speedup: no eager run of this setting and seed found (searched {searched});"

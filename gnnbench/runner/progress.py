@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 
+# False where jobs run side by side on one terminal (the GPU pool): plain lines, no live bars.
+LIVE = True
+
 
 class Progress:
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label = total, label
+    def __init__(self, total: int, label: str, enabled: bool = True) -> None:
+        """`enabled=False`: nothing at all (the ranks of a DDP run other than rank 0)."""
+        self.total, self.label, self.enabled = total, label, enabled
         self.bar = None
-        if sys.stderr.isatty():
+        if enabled and LIVE and sys.stderr.isatty():
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=label, unit="epoch", leave=False)
@@ -21,7 +25,7 @@ class Progress:
             self.bar.set_postfix(loss=f"{record['loss']:.4f}", step=f"{step_ms:.2f} ms",
                                  val=f"{record['val_acc']:.3f}", refresh=False)
             self.bar.update(1)
-        elif (record["epoch"] + 1) % self.every == 0 or record["epoch"] == 0:
+        elif self.enabled and ((record["epoch"] + 1) % self.every == 0 or record["epoch"] == 0):
             print(f"[{self.label}] epoch {record['epoch'] + 1}/{self.total}  "
                   f"loss {record['loss']:.4f}  step {step_ms:.2f} ms  "
                   f"val acc {record['val_acc']:.3f}", file=sys.stderr, flush=True)

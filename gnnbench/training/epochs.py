@@ -36,6 +36,10 @@ class Variant:
 class Trainer:
     """Builds everything a run trains from its config, then runs one epoch at a time."""
 
+    # Whether this process evaluates, reports progress and records the run: every trainer
+    # but the ranks of a DDP run other than rank 0 (training/distributed.py).
+    is_main = True
+
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
         self.precision = cfg.train.get("precision", "fp32")
@@ -51,6 +55,7 @@ class Trainer:
             device)
         self.graph = {"layout": layout, "convert_s": convert_s}
         model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
+        self.trained = self.wrap(model)  # what is called (and compiled) to train
         captured = bool(cfg.get("capture")) and not cfg.compile  # the eager step as one graph
         whole_step = (cfg.compile and cfg.compiler.scope in ("step", "epoch")) or captured
         self.whole_epoch = cfg.compile and cfg.compiler.scope == "epoch"
@@ -63,7 +68,8 @@ class Trainer:
         # (or captured) model, epochs interleaved, so both see the same machine state.
         paired = cfg.train.paired and (cfg.compile or captured)
         twin = copy.deepcopy(model) if paired else None
-        forward = compilation.compile_model(model, cfg.compiler) if cfg.compile else model
+        forward = (compilation.compile_model(self.trained, cfg.compiler) if cfg.compile
+                   else self.trained)
         self.captured: compilation.CapturedStep | None = None
         step = None
         if whole_step:
@@ -82,6 +88,15 @@ class Trainer:
         self._epoch_of = self._full_batch_epoch
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
+
+    def wrap(self, model: models.GNN) -> torch.nn.Module:
+        """The module training calls: the model itself (DDP wraps it)."""
+        return model
+
+    def agree(self, value: int) -> int:
+        """The largest `value` any process of the run holds: a decision to stop (a signal)
+        taken by all of them at the same epoch. One process: `value`."""
+        return value
 
     def parameters_finite(self) -> bool:
         """Whether every parameter of every variant is finite: one fused norm per variant
@@ -192,20 +207,23 @@ class Trainer:
         return {"loss": loss, "train_s": seconds["train_s"], "eval_s": seconds["eval_s"],
                 "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
 
+    def train_seeds(self) -> tuple[Tensor, int]:
+        """The training nodes this process samples batches of, and the seed of its sampler."""
+        return self.task.splits["train"], self.cfg.train.seed
+
     def _set_up_neighbor_batches(self) -> None:
         train, task = self.cfg.train, self.task
         kind = train.sampler if train.sampler != "auto" else (
             "pyg" if sampler.pyg_available() else "gnnbench")
         edge_index = self.coo[0]
         self.csr = sampler.CSRGraph.from_edge_index(edge_index, task.num_nodes)
+        seeds, seed = self.train_seeds()
         if kind == "pyg":
             self.batches = sampler.PygNeighborBatches(
-                edge_index, task.num_nodes, task.splits["train"], train.fanouts,
-                train.batch_size, train.seed)
+                edge_index, task.num_nodes, seeds, train.fanouts, train.batch_size, seed)
         else:
             self.batches = sampler.NeighborSampler(
-                self.csr, task.splits["train"], train.fanouts, train.batch_size,
-                shuffle=True, seed=train.seed)
+                self.csr, seeds, train.fanouts, train.batch_size, shuffle=True, seed=seed)
         self.batching = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
                          "batch_size": train.batch_size, "batches_per_epoch": len(self.batches)}
         # Padding to a few bucket shapes lets a compiled step (and its CUDA graphs) see few
@@ -229,7 +247,7 @@ class Trainer:
 
     def _neighbor_epoch(self, v: Variant) -> dict:
         """Each batch's sampling, gathering onto the device and compute are timed apart;
-        inference is layer-wise over all nodes."""
+        inference is layer-wise over all nodes (by the main process only)."""
         timer, task = self.timers[v.prefix], self.task
         total, count = torch.zeros((), device=self.device), 0
 
@@ -255,10 +273,12 @@ class Trainer:
                 return steps.layerwise_predict(v.model, task.x, self.csr, self.coo[1],
                                                self.cfg.train.eval_chunk)
 
-        pred = timer.measure("eval_s", predict)
-        seconds, acc = timer.read(), steps.split_accuracy(pred, task)
+        pred = timer.measure("eval_s", predict) if self.is_main else None
+        seconds = timer.read()
+        acc = steps.split_accuracy(pred, task) if pred is not None else {}
         # With prefetching the gather happens while waiting for the batch: no transfer stage.
         stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
         return {"loss": (total / max(count, 1)).item(), "train_s": sum(stages.values()),
-                "eval_s": seconds["eval_s"], **stages, "batches": count,
-                "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
+                "eval_s": seconds.get("eval_s"), **stages, "batches": count,
+                "train_acc": acc.get("train"), "val_acc": acc.get("val"),
+                "test_acc": acc.get("test")}

@@ -23,16 +23,20 @@ def clean_env(cwd: Path, **extra: str) -> dict:
     return env
 
 
-def start(args: list[str], cwd: Path, **popen: object) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "gnnbench", *args], cwd=cwd,
-                            env=clean_env(cwd), stdin=subprocess.DEVNULL,
+def start(args: list[str], cwd: Path, env: dict | None = None,
+          module: str = "gnnbench", **popen: object) -> subprocess.Popen:
+    """`env`: variables on top of the clean environment; `module`: what `python -m` runs
+    (torch.distributed.run, for torchrun)."""
+    return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd,
+                            env=clean_env(cwd, **(env or {})), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
-def run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gnnbench", *args], cwd=cwd,
-                          env=clean_env(cwd), stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=timeout)
+def run(args: list[str], cwd: Path, timeout: int = 600, env: dict | None = None,
+        module: str = "gnnbench") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd,
+                          env=clean_env(cwd, **(env or {})), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def wait_for_line(stream, text: str) -> list[str]:
