@@ -130,8 +130,9 @@ def resolve_device(name: object) -> torch.device:
     what exists, never a fallback."""
     import torch
 
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "auto":  # a CUDA device always with its index: set_device needs one
+        return (torch.device("cuda", torch.cuda.current_device())
+                if torch.cuda.is_available() else torch.device("cpu"))
     match = re.fullmatch(r"cpu|cuda(?::(\d+))?", str(name)) if isinstance(name, str) else None
     require(match is not None,
             f"train.device={name!r} is not valid; choose one of: {DEVICE_CHOICES}")

@@ -86,7 +86,10 @@ class DynamoRecorder:
                         for group in ("stats", "graph_break", "inductor")}
         self._handlers = {}
         self._saved = {}
-        torch._logging.set_logs(recompiles=True, cudagraphs=True)
+        # Recompiles must be switched on to be logged; Inductor's CUDA-graph skips are
+        # warnings, logged anyway: only collected here (switching the `cudagraphs` artifact on
+        # would also print every recording of a cudagraph tree).
+        torch._logging.set_logs(recompiles=True)
         for name in (_RECOMPILES_LOGGER, _CUDAGRAPHS_LOGGER, _DDP_LOGGER):
             logger = logging.getLogger(name)
             handler = _Collect()
