@@ -23,10 +23,13 @@ from omegaconf import DictConfig, OmegaConf
 #    training (train.distributed, .world_size, .dist_backend; `distributed`, `scaling`,
 #    per-rank timings); env.device_index is the host's GPU index (CUDA_VISIBLE_DEVICES
 #    applied), with env.device_uuid and env.cuda_visible_devices; `started_at`, `ended_at`.
-SCHEMA_VERSION = 4
+# 5: `model.mlp_norm` (GIN's MLP with batch norm; on by default where the model uses batch
+#    norm, so GIN on the arxiv-size presets is a different setting from version 4's).
+SCHEMA_VERSION = 5
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
+# A key that only one model has is listed in MODEL_KEYS too: other models never get it.
 ADDED_KEYS: dict[str, tuple[int, object]] = {
     "train.precision": (4, "fp32"),
     "graph.layout": (4, "coo"),
@@ -35,7 +38,9 @@ ADDED_KEYS: dict[str, tuple[int, object]] = {
     "train.distributed": (4, "none"),  # one process trained every run before
     "train.world_size": (4, 1),
     "train.dist_backend": (4, "auto"),
+    "model.mlp_norm": (5, False),  # version 4's GIN had a plain MLP
 }
+MODEL_KEYS: dict[str, str] = {"model.mlp_norm": "gin"}
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
             "skipped")
@@ -84,7 +89,10 @@ def _set(tree: dict, dotted: str, value: object) -> None:
 def upgrade(record: dict) -> dict:
     """The record as version SCHEMA_VERSION reads it (in place, and returned)."""
     version = record.setdefault("schema_version", 1)
+    model = record["config"].get("model", {}).get("name")
     for key, (added_in, default) in ADDED_KEYS.items():
+        if key in MODEL_KEYS and MODEL_KEYS[key] != model:
+            continue
         if version < added_in and not _get(record["config"], key)[0]:
             _set(record["config"], key, default)
     if version < 2:
