@@ -12,6 +12,9 @@ from omegaconf import OmegaConf
 
 from gnnbench import config
 from gnnbench.records import compare
+from gnnbench.report.markdown import to_markdown
+from gnnbench.report.rows import build_rows
+from gnnbench.report.summary import format_summary
 
 CORA = ("dataset=cora", "train.device=cpu")
 WAVE2 = Path(__file__).parent.parent / "results" / "h200-wave2"
@@ -74,6 +77,14 @@ def test_gin_learns_a_power_law_graph_with_the_arxiv_size_preset(run):
     plain = run(*small, "model.mlp_norm=false")
     assert plain["status"] == "ok", plain["reason"]
     assert plain["accuracy"]["test_at_best_val"] <= 0.3
+    # A run that did not learn says so: in its record, on the console, in the report.
+    assert 0 < plain["accuracy"]["chance"] == normed["accuracy"]["chance"] < 0.2
+    assert plain["accuracy"]["near_chance"] is True and normed["accuracy"]["near_chance"] is False
+    assert "near chance" in format_summary(plain) and "near chance" not in format_summary(normed)
+    rows = {r["variant"] + str(r["near_chance_runs"]): r for r in build_rows([plain, normed])}
+    assert set(rows) == {"eager1", "eager0"}
+    table = to_markdown([rows["eager1"], rows["eager0"]]).splitlines()
+    assert "1 near chance" in table[2] and "near chance" not in table[3]
 
 
 def test_committed_gin_records_keep_their_setting_after_mlp_norm():

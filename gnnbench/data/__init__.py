@@ -53,6 +53,17 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
         "num_features": task.num_features,
         "num_classes": task.num_classes,
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
+        "test_majority_share": majority_share(task.y[task.splits["test"]]),
         "load_s": time.perf_counter() - started,
     }
     return task
+
+
+def majority_share(labels: torch.Tensor) -> float | None:
+    """The accuracy of always answering the most common class: the chance level a model's
+    accuracy is judged against (a run near it did not learn, whatever its timings say)."""
+    labels = labels.reshape(-1)
+    labels = labels[labels >= 0]
+    if labels.numel() == 0:
+        return None
+    return torch.bincount(labels.long()).max().item() / labels.numel()

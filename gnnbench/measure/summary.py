@@ -39,15 +39,26 @@ def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bo
     }
 
 
-def accuracy_summary(records: list[dict]) -> dict:
+# A run is near chance when its test accuracy got less than this share of the way from the
+# majority-class share (always answering the commonest class) to 1.
+NEAR_CHANCE = 0.1
+
+
+def accuracy_summary(records: list[dict], chance: float | None = None) -> dict:
+    """`chance`: the test split's majority-class share. A model that stays near it did not
+    learn: its speedup is of a model nobody would train, so the run says so."""
     best = max(records, key=lambda r: r["val_acc"])  # first epoch reaching the best val
     last = records[-1]
-    return {
+    summary = {
         "final": {"train": last["train_acc"], "val": last["val_acc"], "test": last["test_acc"]},
         "best_val": best["val_acc"],
         "best_epoch": best["epoch"],
         "test_at_best_val": best["test_acc"],
     }
+    if chance is not None and best["test_acc"] is not None:
+        summary["chance"] = chance
+        summary["near_chance"] = best["test_acc"] < chance + NEAR_CHANCE * (1 - chance)
+    return summary
 
 
 def rank_timing(records: list[dict], warmup: int, train_nodes: int) -> dict:

@@ -86,6 +86,7 @@ def _headline(result: dict) -> dict:
         "test_acc_at_best_val": acc.get("test_at_best_val"),
         "best_val_acc": acc.get("best_val"),
         "best_epoch": acc.get("best_epoch"),
+        "near_chance": acc.get("near_chance"),  # None: a record older than the check
         "graphs": dyn["graphs"] if dyn else None,
         "graph_breaks": dyn["graph_breaks"] if dyn else None,
         "recompiles": dyn["recompiles"] if dyn else None,

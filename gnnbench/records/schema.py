@@ -24,7 +24,9 @@ from omegaconf import DictConfig, OmegaConf
 #    per-rank timings); env.device_index is the host's GPU index (CUDA_VISIBLE_DEVICES
 #    applied), with env.device_uuid and env.cuda_visible_devices; `started_at`, `ended_at`.
 # 5: `model.mlp_norm` (GIN's MLP with batch norm; on by default where the model uses batch
-#    norm, so GIN on the arxiv-size presets is a different setting from version 4's).
+#    norm, so GIN on the arxiv-size presets is a different setting from version 4's);
+#    `accuracy.chance` (the test split's majority-class share) and `accuracy.near_chance`
+#    (the run did not learn); older records were not judged.
 SCHEMA_VERSION = 5
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the

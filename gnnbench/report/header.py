@@ -30,7 +30,8 @@ COLUMN_KEY = """\
   that says what was asked for.
 - **memory ratio**: peak memory / eager's (medians over runs; CPU: process peak RSS).
 - **test acc**: test accuracy at the best validation epoch, mean ± std over runs;
-  **Δ acc vs eager**: minus eager's mean, same setting.
+  `near chance`: runs that did not learn (less than a tenth of the way from the test
+  split's commonest-class share to 1); **Δ acc vs eager**: minus eager's mean, same setting.
 - **stability**: runs whose timing checks warned (listed below the table); `too few
   epochs`: no run had enough steady epochs to judge.
 - **status**: `ok`, or the first failed run's status and reason."""

@@ -25,8 +25,11 @@ def _accuracy(row: dict) -> str:
     if row["test_acc_mean"] is None:
         return "–"
     if row["test_acc_std"] is None:  # one run: no spread to show
-        return f"{row['test_acc_mean']:.4f} (1 run)"
-    return f"{row['test_acc_mean']:.4f} ± {row['test_acc_std']:.4f}"
+        cell = f"{row['test_acc_mean']:.4f} (1 run)"
+    else:
+        cell = f"{row['test_acc_mean']:.4f} ± {row['test_acc_std']:.4f}"
+    near = row.get("near_chance_runs")
+    return cell + (f"; **{near} near chance**" if near else "")
 
 
 def _stability(row: dict, disagree: bool) -> str:

@@ -25,7 +25,10 @@ COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "
            # DDP rows (README, Scaling out): training nodes per second, and against the row
            # of the same setting and variant on one rank.
            "throughput_nodes_s", "scaling_speedup", "scaling_efficiency",
-           "scaling_efficiency_ci_low", "scaling_efficiency_ci_high"]
+           "scaling_efficiency_ci_low", "scaling_efficiency_ci_high",
+           # Runs whose test accuracy stayed near the majority-class share (did not learn);
+           # empty for records older than the check.
+           "near_chance_runs"]
 
 
 def setting_note(row: dict) -> str:
@@ -158,6 +161,8 @@ def build_rows(runs: list[dict]) -> list[dict]:
                    run_median_ms_min=min(medians) * 1e3, run_median_ms_max=max(medians) * 1e3)
         row["test_acc_mean"], row["test_acc_std"] = _mean_std(
             [r["accuracy"]["test_at_best_val"] for r in ok])
+        judged = [r["accuracy"]["near_chance"] for r in ok if "near_chance" in r["accuracy"]]
+        row["near_chance_runs"] = sum(judged) if judged else None
         row["cuda_graphs"], row["cudagraph_skips"] = cuda_graphs_cell(ok)
         if row["distributed"] == "ddp":
             _scaling(row, single_rank_runs(grouped, members) if row["world_size"] > 1 else [],

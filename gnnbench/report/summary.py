@@ -55,6 +55,10 @@ def format_summary(result: dict, where: str | None = None) -> str:
         lines.append(f"  accuracy: test {a['test_at_best_val']:.4f} at best val "
                      f"{a['best_val']:.4f} (epoch {a['best_epoch']}); final test "
                      f"{a['final']['test']:.4f}")
+        if a.get("near_chance"):
+            lines.append(f"  warning: test accuracy {a['test_at_best_val']:.4f} is near chance "
+                         f"(the commonest class is {a['chance']:.4f} of the test split): the "
+                         "model did not learn, so its timings are of a model nobody would train")
     if result.get("memory"):
         m = result["memory"]
         lines.append(f"  peak memory: {_bytes(m['peak_bytes'])} ({m['kind']})")

@@ -118,14 +118,15 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: dict,
                     "whole_step_captured": captured, "inductor_recorded_graphs": 0,
                     "inductor_skips": 0, "inductor_skip_reasons": []}
         if epochs:
-            record["accuracy"] = accuracy_summary(epochs)
+            record["accuracy"] = accuracy_summary(epochs, task.info.get("test_majority_share"))
         steady = [r["train_s"] for r in epochs[cfg.train.warmup_epochs:]]
         if steady:
             record["stability"] = stability.assess(steady, machine_before, machine_after)
     if len(trainer.variants) > 1:
         eager = [{k.removeprefix("eager_"): v for k, v in r.items()
                   if k == "epoch" or k.startswith("eager_")} for r in epochs]
-        record["paired"] = {"accuracy": accuracy_summary(eager),
+        record["paired"] = {"accuracy": accuracy_summary(eager,
+                                                         task.info.get("test_majority_share")),
                             "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
                                                      for r in epochs)}
 
