@@ -179,7 +179,9 @@ def job(cfg: DictConfig) -> None:
         if lease:
             lease.release()
     if result is None:  # a DDP rank other than 0 under torchrun: rank 0 records the run
-        return
+        from gnnbench.runner import distributed
+
+        distributed.exit_rank(0)
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result["status"] == "interrupted":
         signum = interrupts.requested() or 2

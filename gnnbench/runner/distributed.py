@@ -22,6 +22,7 @@ import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -135,23 +136,28 @@ def train_rank(cfg: DictConfig, rank: int, device: torch.device, init_method: st
     return record
 
 
+def exit_rank(code: int) -> NoReturn:
+    """End a rank's process once nothing of its run is left to write, without the
+    interpreter's teardown: the teardown of a process group that lost a rank can hang, and
+    even after `destroy_process_group` gloo's worker threads can abort a finishing
+    interpreter (SIGABRT, "terminate called without an active exception": 2 of 5 2-rank
+    CPU runs here), which would fail a run whose every epoch was recorded, or make torchrun
+    stop rank 0 before it records the run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _spawned_rank(rank: int, cfg: dict, devices: list[str], init_method: str, work: str,
                   name: str) -> None:
     """A rank that gnnbench started: it obeys the signals of its terminal and the stop file
-    of its parent, leaves its record in `work`, and exits 1 if its run failed. It exits at
-    once once its record is written, without the interpreter's teardown: the teardown of a
-    process group that lost a rank can hang, and even after `destroy_process_group` gloo's
-    worker threads can abort a finishing interpreter (SIGABRT, "terminate called without
-    an active exception": about one 2-rank CPU run in four here), which would fail a run
-    whose every epoch was recorded."""
+    of its parent, leaves its record in `work`, and exits 1 if its run failed."""
     interrupts.install()
     interrupts.follow(Path(work) / interrupts.STOP_FILE)
     record = train_rank(OmegaConf.create(cfg), rank, torch.device(devices[rank]),
                         init_method, name)
     store.write(record, Path(work), name=f"rank{rank}.json")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0 if record["status"] in ("ok", "interrupted") else 1)
+    exit_rank(0 if record["status"] in ("ok", "interrupted") else 1)
 
 
 def _stop(processes: list, grace_s: float) -> None:
