@@ -108,6 +108,9 @@ BAD_INPUTS = [
     (["model=gcn", "model.normalize=never"], ["never", "precompute, layer"]),
     (["train.device=tpu"], ["tpu", "auto, cpu, cuda, cuda:N"]),
     (["dataset=cora", "data_mirror=/nonexistent/mirror"], ["/nonexistent/mirror"]),
+    # Before the run, not as a W&B warning after it.
+    (["wandb.mode=ofline"], ["ofline", "auto, online, offline, disabled"]),
+    (["wandb.init_timeout_s=0"], ["wandb.init_timeout_s=0", "> 0"]),
 ]
 if not torch.cuda.is_available():
     BAD_INPUTS.append((["train.device=cuda:1"], ["cuda:1", "auto, cpu"]))

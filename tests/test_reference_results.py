@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from omegaconf import OmegaConf
+from support import record_claims
 
 from gnnbench import config
 from gnnbench.records import identity, schema, store
@@ -55,9 +56,9 @@ def record_problems(record: dict, composed: dict) -> list[str]:
     """Everything the record claims about what it measured composes today; every measured
     key it lacks is declared in ADDED_KEYS with the value that reproduces what it measured.
     Keys that measure nothing (paths, W&B) may change freely."""
-    measured = {k for k, _ in schema.leaves(identity.setting(composed, "any"))}
-    return (schema.claim_mismatches(record["config"], composed, ignore=identity.NOT_MEASURED)
-            + schema.unregistered_additions(record["config"], composed, measured,
+    measured = {k for k, _ in record_claims.leaves(identity.setting(composed, "any"))}
+    return (record_claims.claim_mismatches(record["config"], composed, ignore=identity.NOT_MEASURED)
+            + record_claims.unregistered_additions(record["config"], composed, measured,
                                             ignore=identity.NOT_MEASURED))
 
 

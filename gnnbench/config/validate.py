@@ -23,6 +23,7 @@ SAMPLERS = ("auto", "gnnbench", "pyg")
 DISTRIBUTED = ("none", "ddp")
 DIST_BACKENDS = ("auto", "nccl", "gloo")
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
+WANDB_MODES = ("auto", "online", "offline", "disabled")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -75,6 +76,8 @@ def validate(cfg: DictConfig) -> None:
             f"train.dist_backend='nccl' needs CUDA (train.device={train.device!r} is "
             f"{device.type}); choose one of: auto, gloo")
     pool_size(cfg.get("gpus"))
+    choice("wandb.mode", cfg.wandb.mode, WANDB_MODES)
+    number("wandb.init_timeout_s", cfg.wandb.init_timeout_s, above=0)
     if cfg.data_mirror is not None:
         require(
             Path(str(cfg.data_mirror)).is_dir(),

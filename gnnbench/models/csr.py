@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 _CPU_DTYPES = (torch.float32, torch.float64)
 
@@ -124,11 +124,6 @@ class CSRAdjacency:
     def num_targets(self) -> int:
         return self.rowptr.numel() - 1
 
-    def with_values(self, values: Tensor) -> CSRAdjacency:
-        """The same structure with other weights (e.g. learned ones), in entry order."""
-        return CSRAdjacency(self.rowptr, self.col, values, self.perm, self.t_rowptr, self.t_col,
-                            self.t_perm)
-
     def to(self, device: torch.device | str) -> CSRAdjacency:
         return CSRAdjacency(*(t.to(device) for t in (self.rowptr, self.col, self.values,
                                                      self.perm, self.t_rowptr, self.t_col,
@@ -159,12 +154,3 @@ def spmm(adj: CSRAdjacency, x: Tensor) -> Tensor:
     """A @ x: out[target] = sum over its incoming edges of value * x[source]."""
     return csr_spmm(adj.rowptr, adj.col, adj.values, x, adj.t_rowptr, adj.t_col, adj.t_perm)
 
-
-class CSRAggregation(nn.Module):
-    """Drop-in for a convolution's scatter aggregation (PyG's `propagate` without a message
-    function): GCNConv(normalize=False) is `spmm(adj, lin(x)) + bias` with adj's values the
-    precomputed edge weights, SAGEConv(aggr="mean") is `lin_l(spmm(adj, x)) + lin_r(x)` with
-    an aggr="mean" adjacency."""
-
-    def forward(self, x: Tensor, adj: CSRAdjacency) -> Tensor:
-        return spmm(adj, x)

@@ -17,8 +17,6 @@ from gnnbench.config import variant_slug
 # CPU from, or add syncs to, the epochs we measure. results.json is already on disk when
 # W&B starts, so a W&B failure costs a warning, never a result.
 
-WANDB_MODES = ("auto", "online", "offline", "disabled")
-
 
 def _has_credentials() -> bool:
     if os.environ.get("WANDB_API_KEY"):
