@@ -83,7 +83,7 @@ class DynamoRecorder:
         reset()
         self._counters = counters
         self._before = {group: Counter(copy.deepcopy(dict(counters[group])))
-                        for group in ("stats", "graph_break", "inductor")}
+                        for group in ("stats", "graph_break", "inductor", "aot_autograd")}
         self._handlers = {}
         self._saved = {}
         # Recompiles must be switched on to be logged; Inductor's CUDA-graph skips are
@@ -139,7 +139,20 @@ class DynamoRecorder:
             ],
             "recompiles": len(recompiles),
             "recompile_reasons": recompiles,
+            "cache": self.cache(),
         }
+
+    def cache(self) -> dict:
+        """Lookups in the compile caches (Inductor's FX-graph cache and AOTAutograd's): all
+        misses is a cold start, all hits a warm one; what a compile cost depends on it."""
+        inductor, aot = self._group("inductor"), self._group("aot_autograd")
+        out = {"fxgraph_hits": inductor.get("fxgraph_cache_hit", 0),
+               "fxgraph_misses": inductor.get("fxgraph_cache_miss", 0),
+               "aot_autograd_hits": aot.get("autograd_cache_hit", 0),
+               "aot_autograd_misses": aot.get("autograd_cache_miss", 0)}
+        out["hits"] = out["fxgraph_hits"] + out["aot_autograd_hits"]
+        out["misses"] = out["fxgraph_misses"] + out["aot_autograd_misses"]
+        return {k: int(v) for k, v in out.items()}
 
     def cudagraph_skips(self) -> dict:
         """Inductor's own count of graphs it compiled without CUDA graphs though the mode asked

@@ -1,11 +1,21 @@
 """The statistics every reported number goes through: medians with spread, bootstrap CIs,
-and the speedup of one set of step times over another."""
+and the speedup of one set of runs over another.
+
+A run is a process. Its epochs share the process's clocks, allocator state and placement,
+and two processes of the same run differ far more than two epochs of one (the same eager
+Cora run: 2.32 and 3.28 ms a step in two processes). So an interval over several runs comes
+from a two-level bootstrap (runs, then the epochs of each drawn run; paired runs as pairs),
+and an interval from one run a side covers epoch noise only and says so."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as scipy_stats
 
 # A bootstrap of a median from fewer samples than this has too few distinct values to be
 # an interval anyone should quote (two epochs a side give three possible medians).
@@ -72,20 +82,129 @@ def bootstrap_median_ci(samples: Sequence[float], confidence: float = 0.95,
 
 def speedup(eager_steps: Sequence[float], compiled_steps: Sequence[float],
             compile_overhead_s: float | None) -> dict:
-    """Speedup = eager median / compiled median, with a bootstrap 95% CI (None when either
-    side has fewer than MIN_CI_SAMPLES epochs); break-even = compile overhead / time saved
-    per epoch (None when compiling saves nothing)."""
-    eager, compiled = statistics.median(eager_steps), statistics.median(compiled_steps)
-    enough = min(len(eager_steps), len(compiled_steps)) >= MIN_CI_SAMPLES
-    lo, hi = bootstrap_ratio_ci(eager_steps, compiled_steps) if enough else (None, None)
+    """Speedup of one run a side (or of rounds interleaved in one process): `run_speedup`
+    with one run each, so its interval covers epoch noise only."""
+    return run_speedup([eager_steps], [compiled_steps], compile_overhead_s)
+
+
+def run_speedup(eager_runs: Sequence[Sequence[float]],
+                compiled_runs: Sequence[Sequence[float]],
+                compile_overhead_s: float | None, paired: bool = False) -> dict:
+    """Speedup = median of the eager runs' pooled steady epochs / the compiled runs' one,
+    with the 95 % interval of `ratio_interval` (None when a side has fewer than
+    MIN_CI_SAMPLES epochs in all); break-even = compile overhead / time saved per epoch
+    (None when compiling saves nothing). `paired`: run i of each side belong together."""
+    eager_runs = [list(r) for r in eager_runs if len(r)]
+    compiled_runs = [list(r) for r in compiled_runs if len(r)]
+    eager = statistics.median(s for r in eager_runs for s in r)
+    compiled = statistics.median(s for r in compiled_runs for s in r)
     saved = eager - compiled
+    interval = ratio_interval(eager_runs, compiled_runs, paired=paired)
     return {
         "speedup": eager / compiled,
-        "speedup_ci95": [lo, hi],
-        "n_eager": len(eager_steps),
-        "n_compiled": len(compiled_steps),
+        "speedup_ci95": interval["ci"],
+        "interval": {k: v for k, v in interval.items() if k != "ci"},
+        "n_eager": sum(map(len, eager_runs)),
+        "n_compiled": sum(map(len, compiled_runs)),
         "eager_step_median_s": eager,
         "compiled_step_median_s": compiled,
         "break_even_epochs": (compile_overhead_s / saved
                               if saved > 0 and compile_overhead_s is not None else None),
     }
+
+
+def measurable(ci: Sequence[float | None] | None) -> bool | None:
+    """Whether an interval excludes 1.0 (None without an interval). One that contains it
+    reads "no measurable difference", never a speedup."""
+    if not ci or ci[0] is None or ci[1] is None:
+        return None
+    return not (ci[0] <= 1.0 <= ci[1])
+
+
+def _log_medians(runs: list[np.ndarray], picks: np.ndarray, rng: np.random.Generator,
+                 two_level: bool) -> np.ndarray:
+    """log median of each replicate's pooled sample. `picks[b]`: the runs replicate b drew
+    (one row per replicate); then, with `two_level`, each drawn run's epochs are drawn
+    again, as many as it has. Runs of unequal length are padded with NaN."""
+    width = max(len(r) for r in runs)
+    table = np.full((len(runs), width), np.nan)
+    for i, r in enumerate(runs):
+        table[i, :len(r)] = r
+    lengths = np.array([len(r) for r in runs])
+    n = lengths[picks]                                          # [B, R]
+    if two_level:
+        draws = np.floor(rng.random((*picks.shape, width)) * n[..., None]).astype(int)
+    else:
+        draws = np.broadcast_to(np.arange(width), (*picks.shape, width))
+    values = table[picks[..., None], draws]                     # [B, R, width]
+    values = values.reshape(len(picks), -1)
+    median = np.median(values, axis=1) if (lengths == width).all() else \
+        np.nanmedian(values, axis=1)
+    return np.log(median)
+
+
+def ratio_interval(reference: Sequence[Sequence[float]], mine: Sequence[Sequence[float]],
+                   paired: bool = False, confidence: float = 0.95, resamples: int = 2000,
+                   seed: int = 0) -> dict:
+    """The interval of median(reference) / median(mine), each pooled over its runs.
+
+    The spread comes from a two-level bootstrap: draw runs with replacement, then the
+    epochs of each drawn run (paired runs: draw pairs, the same on both sides). A bootstrap
+    of few runs is too narrow twice over: it shrinks the between-run variance by
+    (R - 1) / R, and its percentiles ignore that the variance itself is estimated from R
+    runs. So the interval is the point estimate ± Student's t quantile (the runs' degrees
+    of freedom, Welch's for two independent sides) times the bootstrap standard error of
+    the log ratio, corrected by R / (R - 1). A side with one run contributes its epochs'
+    noise only: `level` is then "epochs" (within-process), else "runs"."""
+    reference = [np.asarray(r, dtype=float) for r in reference if len(r)]
+    mine = [np.asarray(r, dtype=float) for r in mine if len(r)]
+    enough = min(sum(map(len, reference)), sum(map(len, mine))) >= MIN_CI_SAMPLES
+    level = "runs" if min(len(reference), len(mine)) >= 2 else "epochs"
+    out = {"ci": [None, None], "level": level, "runs": [len(reference), len(mine)],
+           "paired": bool(paired and len(reference) == len(mine) and len(mine) >= 2)}
+    if not enough:
+        return out
+    point = (math.log(np.median(np.concatenate(reference)))
+             - math.log(np.median(np.concatenate(mine))))
+    rng = np.random.default_rng(seed)
+    if out["paired"]:
+        picks = rng.integers(0, len(mine), (resamples, len(mine)))
+        diff = (_log_medians(reference, picks, rng, True)
+                - _log_medians(mine, picks, rng, True))
+        variance = float(np.var(diff, ddof=1)) * len(mine) / (len(mine) - 1)
+        df = float(len(mine) - 1)
+    else:
+        parts = []
+        for runs in (reference, mine):
+            if len(runs) >= 2:
+                picks = rng.integers(0, len(runs), (resamples, len(runs)))
+                v = float(np.var(_log_medians(runs, picks, rng, True), ddof=1))
+                parts.append((v * len(runs) / (len(runs) - 1), len(runs) - 1))
+            else:  # one process: its epochs are all there is to resample
+                picks = np.zeros((resamples, 1), dtype=int)
+                v = float(np.var(_log_medians(runs, picks, rng, True), ddof=1))
+                parts.append((v, max(len(runs[0]) - 1, 1)))
+        variance = sum(v for v, _ in parts)
+        df = (variance ** 2 / sum(v ** 2 / d for v, d in parts)
+              if variance > 0 else math.inf)
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
+    out.update(ci=[math.exp(point - half), math.exp(point + half)], df=df)
+    return out
+
+
+def per_run_ratios(reference: dict[object, Sequence[float]],
+                   mine: dict[object, Sequence[float]]) -> list[float]:
+    """Each run's own ratio: the median of the reference run with its key (its seed) over
+    its median, or, where no reference run has its key, the pooled reference median over
+    it. What a reader checks an interval against: seeds at 0.76, 1.04 and 1.17 are not
+    1.05 ± 0.03."""
+    pooled = statistics.median(s for r in reference.values() for s in r) if reference else None
+    out = []
+    for key, steps in mine.items():
+        if not steps:
+            continue
+        ref = reference.get(key)
+        base = statistics.median(ref) if ref else pooled
+        if base is not None:
+            out.append(base / statistics.median(steps))
+    return out

@@ -23,6 +23,10 @@ def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bo
     one_off = sum(train[i] + evals[i] - steady_epoch for i in range(max(warmup, 1)))
     stages = {f"{stage}_s": summarize([r[f"{stage}_s"] for r in records[warmup:]])
               for stage in STAGES if f"{stage}_s" in records[0]}
+    # The runner's own per-epoch work after the timed epoch (progress, checks): to compare
+    # with the step it measures. Absent from records older than the split.
+    if all("bookkeeping_s" in r for r in records[warmup:]) and records[warmup:]:
+        stages["bookkeeping_s"] = summarize([r["bookkeeping_s"] for r in records[warmup:]])
     steady = len(records) > configured_warmup
     return {
         **stages,

@@ -1,18 +1,30 @@
 """How compiled runs stand against eager runs of the same setting: the one function behind
 each run's `comparison` and every row of the report, so both always agree.
 
-Three speedups, each from the epochs after the warm-up: the train step (mini-batch: the
-train part of an epoch), inference (the eval forward), and the whole epoch as a user's loop
-sees it (`epoch_wall_s`: train, eval, metric reads and the runner's bookkeeping)."""
+Three steady-state speedups, each from the epochs after the warm-up: the train step
+(mini-batch: the train part of an epoch), inference (the eval forward), and the whole epoch
+(`epoch_wall_s`: train, eval and the metric reads; the runner's own per-epoch bookkeeping is
+`bookkeeping_s`, apart). Each interval resamples runs, then epochs (`stats.ratio_interval`);
+with one run a side it covers epoch noise only and says so (`interval.level`).
+
+Beside them, what a user pays and gets back over the whole run as configured: the
+end-to-end speedup (wall time of the run: data, build, compile, every epoch) and the epoch
+at which the compiled run's cumulative time fell below its eager reference's for good,
+measured from the epochs (not projected), by the state of the compile cache it started
+with."""
 
 from __future__ import annotations
 
 import statistics
 
-from gnnbench.measure.stats import speedup
+from gnnbench.measure import stability
+from gnnbench.measure.stats import measurable, per_run_ratios, run_speedup
 from gnnbench.records import identity
 
 MEASURES = {"train": "train_s", "inference": "eval_s", "epoch": "epoch_wall_s"}
+# A reference run that started this much earlier than the run it is compared with is named
+# as old: the machine, its drivers or its load may have changed since.
+OLD_REFERENCE_S = 24 * 3600
 
 
 def steady(run: dict, key: str = "train_s", prefix: str = "") -> list[float]:
@@ -31,52 +43,200 @@ def _median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _pooled(runs: list[dict], key: str, prefix: str = "") -> list[float]:
-    return [s for r in runs for s in steady(r, key, prefix)]
+def run_stability(run: dict) -> dict | None:
+    """A run's stability verdict: the one it recorded, or for a record written before the
+    checks existed, its steady epochs judged now (no machine load: it was not sampled).
+    None for runs that did not finish."""
+    if run["status"] != "ok":
+        return None
+    if run.get("schema_version", 1) >= 3:  # checked when it ran (None: no steady epoch)
+        return {**run["stability"], "recorded": True} if run.get("stability") else None
+    return {**stability.assess(steady_steps(run)), "recorded": False}
+
+
+def choose_reference(eager: list[dict]) -> list[dict]:
+    """The reference a single compiled run compares with: the newest eager run whose own
+    stability checks passed, else the newest of them (its answer then says it was
+    unstable). `eager` is ordered oldest first."""
+    stable = [r for r in eager if (run_stability(r) or {}).get("ok", True)]
+    return (stable or eager)[-1:]
+
+
+def cache_state(run: dict) -> str | None:
+    """The compile cache a run started with, from its own cache counters: "cold" (every
+    lookup missed), "warm" (every one hit), "mixed"; None where not recorded (older
+    records, or nothing compiled)."""
+    cache = (run.get("compile") or {}).get("cache")
+    if not cache:
+        return None
+    hits, misses = cache.get("hits", 0), cache.get("misses", 0)
+    if hits + misses == 0:
+        return None
+    return "warm" if not misses else "cold" if not hits else "mixed"
+
+
+def _references(reference: list[dict], against: list[dict]) -> tuple[list[dict], list[str]]:
+    """Who the reference runs were (when, where, whether their own checks passed) and what
+    a reader should know of them: unstable, much older, or from another host."""
+    newest = max((r.get("started_at") or 0 for r in against), default=0)
+    hosts = {(r.get("env") or {}).get("host") for r in against}
+    described, notes = [], []
+    for run in reference:
+        verdict = run_stability(run)
+        env = run.get("env") or {}
+        entry = {"name": run.get("name"), "started_at": run.get("started_at"),
+                 "host": env.get("host"), "device_name": env.get("device_name"),
+                 "stable": None if verdict is None else bool(verdict["ok"]),
+                 "warnings": (verdict or {}).get("warnings", [])}
+        described.append(entry)
+        flags = []
+        if entry["stable"] is False:
+            flags.append("unstable")
+            notes.append(f"reference {entry['name']} was unstable by its own checks "
+                         f"({'; '.join(entry['warnings'])[:160]})")
+        started = run.get("started_at")
+        if started and newest and newest - started > OLD_REFERENCE_S:
+            flags.append(f"{(newest - started) / 86400:.1f} days older")
+            notes.append(f"reference {entry['name']} ran "
+                         f"{(newest - started) / 86400:.1f} days earlier")
+        if entry["host"] and None not in hosts and entry["host"] not in hosts:
+            flags.append(f"host {entry['host']}")
+            notes.append(f"reference {entry['name']} ran on another host ({entry['host']})")
+        entry["flags"] = flags
+    return described, notes
+
+
+def _cumulative(times: list[float]) -> list[float]:
+    out, total = [], 0.0
+    for t in times:
+        total += t
+        out.append(total)
+    return out
+
+
+def paid_back_at(reference_epochs: list[float], epochs: list[float]) -> int | None:
+    """The number of epochs after which this run's cumulative time stayed at or below its
+    reference's for every later epoch both ran; None when it never did."""
+    mine, ref = _cumulative(epochs), _cumulative(reference_epochs)
+    n = min(len(mine), len(ref))
+    at = None
+    for k in range(n - 1, -1, -1):
+        if mine[k] > ref[k]:
+            break
+        at = k + 1
+    return at
+
+
+def _epoch_times(run: dict, prefix: str = "") -> list[float]:
+    """Every epoch's time from the first: the whole epoch where recorded, else train and
+    eval (a paired run's epochs hold both models, so each side is its own train + eval)."""
+    rows = run["epochs"]
+    if not prefix and rows and all("epoch_wall_s" in r for r in rows):
+        return [r["epoch_wall_s"] for r in rows]
+    return [r[f"{prefix}train_s"] + r.get(f"{prefix}eval_s", 0.0) for r in rows]
+
+
+def _pays_back(pairs: list[tuple[dict, dict | None]], paired: bool) -> dict:
+    """For each cache state the compiled runs started with, the median epoch at which they
+    paid back (None: none did), how many runs, and how many never did within their epochs."""
+    found: dict[str, list[int | None]] = {}
+    for compiled, eager in pairs:
+        reference = _epoch_times(compiled, "eager_") if paired else _epoch_times(eager)
+        at = paid_back_at(reference, _epoch_times(compiled))
+        found.setdefault(cache_state(compiled) or "not recorded", []).append(at)
+    return {state: {"median_epoch": _median(ats), "runs": len(ats),
+                    "never": sum(a is None for a in ats),
+                    "epochs": min(len(c["epochs"]) for c, _ in pairs)}
+            for state, ats in found.items()}
+
+
+def _by_seed(runs: list[dict]) -> dict[int, dict]:
+    return {r["config"]["train"]["seed"]: r for r in runs}
+
+
+def _end_to_end(eager: dict[int, dict], compiled: dict[int, dict]) -> dict | None:
+    """Whole runs, as configured: median wall time of the eager runs over the compiled
+    ones' (data, build, compile, every epoch), and each seed's own ratio."""
+    walls = [{s: (r.get("timing") or {}).get("wall_s") for s, r in side.items()}
+             for side in (eager, compiled)]
+    if any(w is None for side in walls for w in side.values()):
+        return None
+    eager_wall, compiled_wall = (statistics.median(side.values()) for side in walls)
+    return {"speedup": eager_wall / compiled_wall, "eager_wall_s": eager_wall,
+            "compiled_wall_s": compiled_wall,
+            "per_run": per_run_ratios({s: [w] for s, w in walls[0].items()},
+                                      {s: [w] for s, w in walls[1].items()})}
 
 
 def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
-    """Pooled over runs: the three speedups of the compiled runs over the eager runs with
-    bootstrap CIs, break-even epochs for the median compile overhead, accuracy delta (mean
-    test accuracy at best validation), and peak-memory ratio of the medians. Only ok runs
-    are compared; None when either side has none."""
+    """The speedups of the compiled runs over the eager runs, with intervals over runs;
+    each compiled run's own ratio against the eager run of its seed; the end-to-end
+    speedup and the measured pay-back; break-even epochs for the median compile overhead,
+    accuracy delta (mean test accuracy at best validation), peak-memory ratio of the
+    medians, and who the references were. Runs of the same seeds on both sides are
+    resampled as pairs. Only ok runs are compared; None when either side has none."""
     eager = [r for r in eager if r["status"] == "ok"]
     compiled = [r for r in compiled if r["status"] == "ok"]
     if not eager or not compiled:
         return None
+    eager_by_seed, compiled_by_seed = _by_seed(eager), _by_seed(compiled)
+    paired = (len(eager_by_seed) == len(eager) == len(compiled) == len(compiled_by_seed)
+              and eager_by_seed.keys() == compiled_by_seed.keys())
+    if paired:
+        eager = [eager_by_seed[s] for s in sorted(eager_by_seed)]
+        compiled = [compiled_by_seed[s] for s in sorted(eager_by_seed)]
     eager_peak = _median([r["memory"]["peak_bytes"] for r in eager])
     peak = _median([r["memory"]["peak_bytes"] for r in compiled])
-    reference = {m: _pooled(eager, key) for m, key in MEASURES.items()}
-    return _against(compiled, reference,
-                    [r["accuracy"]["test_at_best_val"] for r in eager],
-                    peak / eager_peak if eager_peak and peak is not None else None,
-                    ", ".join(r["name"] for r in eager),
-                    [r.get("_dir") for r in eager])
+    out = _against(compiled, {m: [steady(r, key) for r in eager] for m, key in MEASURES.items()},
+                   paired, [r["accuracy"]["test_at_best_val"] for r in eager],
+                   peak / eager_peak if eager_peak and peak is not None else None,
+                   ", ".join(r["name"] for r in eager), [r.get("_dir") for r in eager])
+    out["per_run"] = per_run_ratios({s: steady_steps(r) for s, r in eager_by_seed.items()},
+                                    {s: steady_steps(r) for s, r in compiled_by_seed.items()})
+    out["pays_back"] = _pays_back([(c, eager_by_seed.get(c["config"]["train"]["seed"],
+                                                        eager[-1])) for c in compiled],
+                                  paired=False)
+    out["end_to_end"] = _end_to_end(eager_by_seed, compiled_by_seed)
+    out["reference_runs"], out["reference_notes"] = _references(eager, compiled)
+    return out
 
 
 def compare_paired(compiled: list[dict]) -> dict | None:
-    """The same, against the eager twins that paired runs trained in their own processes.
-    One process holds both models, so their peak memories cannot be told apart, and an
-    epoch holds both models' work, so there is no whole-epoch speedup."""
+    """The same, against the eager twins that paired runs trained in their own processes
+    (each run and its twin resampled as a pair). One process holds both models, so their
+    peak memories cannot be told apart, and an epoch and the whole run hold both models'
+    work, so there is no whole-epoch or end-to-end speedup."""
     compiled = [r for r in compiled if r["status"] == "ok" and r.get("paired")]
     if not compiled:
         return None
-    reference = {"train": _pooled(compiled, "train_s", "eager_"),
-                 "inference": _pooled(compiled, "eval_s", "eager_"), "epoch": []}
-    return _against(compiled, reference,
-                    [r["paired"]["accuracy"]["test_at_best_val"] for r in compiled],
-                    None, "paired eager twin", None)
+    reference = {"train": [steady(r, "train_s", "eager_") for r in compiled],
+                 "inference": [steady(r, "eval_s", "eager_") for r in compiled], "epoch": []}
+    out = _against(compiled, reference, True,
+                   [r["paired"]["accuracy"]["test_at_best_val"] for r in compiled],
+                   None, "paired eager twin", None)
+    out["per_run"] = [statistics.median(steady(r, "train_s", "eager_"))
+                      / statistics.median(steady_steps(r)) for r in compiled
+                      if steady_steps(r)]
+    out["pays_back"] = _pays_back([(c, None) for c in compiled], paired=True)
+    out["end_to_end"] = None
+    out["reference_runs"], out["reference_notes"] = [], []
+    return out
 
 
-def _against(compiled: list[dict], reference: dict[str, list[float]],
+def _against(compiled: list[dict], reference: dict[str, list[list[float]]], paired: bool,
              eager_accs: list[float], memory_ratio: float | None, name: str,
              reference_dirs: list | None) -> dict:
     overhead = _median([r["timing"]["compile_overhead_s"] for r in compiled])
-    out = speedup(reference["train"], _pooled(compiled, "train_s"), overhead)
+    out = run_speedup(reference["train"], [steady(r, "train_s") for r in compiled], overhead,
+                      paired=paired)
+    out["measurable"] = measurable(out["speedup_ci95"])
     for measure in ("inference", "epoch"):
-        mine = _pooled(compiled, MEASURES[measure])
-        out[measure] = (speedup(reference[measure], mine, overhead)
-                        if reference[measure] and mine else None)
+        mine = [steady(r, MEASURES[measure]) for r in compiled]
+        has = any(reference[measure]) and any(mine)
+        out[measure] = (run_speedup(reference[measure], mine, overhead, paired=paired)
+                        if has else None)
+        if out[measure]:
+            out[measure]["measurable"] = measurable(out[measure]["speedup_ci95"])
     accs = [r["accuracy"]["test_at_best_val"] for r in compiled]
     out["test_acc_delta"] = statistics.fmean(accs) - statistics.fmean(eager_accs)
     out["eager_test_acc"] = statistics.fmean(eager_accs)
@@ -94,22 +254,22 @@ def train_nodes(run: dict) -> int | None:
 
 def compare_scaling(single: list[dict], multi: list[dict]) -> dict | None:
     """How runs on N ranks (GPUs) stand against the same setting and variant on one: speedup
-    of the epoch (one rank's median / N ranks' median, bootstrap 95 % CI), throughput in
-    training nodes per second, and scaling efficiency = speedup / N (1.0 is perfect).
-    Pooled over runs; None when either side has no ok run."""
+    of the epoch (one rank's median / N ranks' median, 95 % interval over runs), throughput
+    in training nodes per second, and scaling efficiency = speedup / N (1.0 is perfect).
+    None when either side has no ok run."""
     single = [r for r in single if r["status"] == "ok"]
     multi = [r for r in multi if r["status"] == "ok"]
     if not single or not multi:
         return None
     world = identity.world_size(multi[0]["config"])
-    out = speedup([s for r in single for s in steady_steps(r)],
-                  [s for r in multi for s in steady_steps(r)], None)
+    out = run_speedup([steady_steps(r) for r in single], [steady_steps(r) for r in multi], None)
     nodes = train_nodes(multi[0])
     low, high = out["speedup_ci95"]
     return {
         "world_size": world,
         "speedup": out["speedup"],
         "speedup_ci95": out["speedup_ci95"],
+        "interval": out["interval"],
         "efficiency": out["speedup"] / world,
         "efficiency_ci95": [low / world if low is not None else None,
                             high / world if high is not None else None],

@@ -103,6 +103,12 @@ def _headline(result: dict) -> dict:
                 summary[f"vs_eager/{measure}_speedup"] = c[measure]["speedup"]
                 summary[f"vs_eager/{measure}_break_even_epochs"] = c[measure][
                     "break_even_epochs"]
+        # What the interval covers ("epochs": one run a side, within-process only), its
+        # bounds, and what a reader must know of the reference runs.
+        summary["vs_eager/ci_level"] = c.get("interval", {}).get("level")
+        summary["vs_eager/ci_low"], summary["vs_eager/ci_high"] = c["speedup_ci95"]
+        summary["vs_eager/end_to_end_speedup"] = (c.get("end_to_end") or {}).get("speedup")
+        summary["vs_eager/reference_notes"] = "; ".join(c.get("reference_notes") or []) or None
     if result.get("distributed"):  # a DDP run: its ranks, throughput, and against one rank
         summary["world_size"] = result["distributed"]["world_size"]
         summary["throughput_nodes_per_s"] = t.get("throughput_nodes_per_s")

@@ -12,14 +12,17 @@ from gnnbench.report.rows import setting_note
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
-def _x(value: float | None, ci: tuple[float | None, float | None] | None = None) -> str:
-    """`ci=None`: none asked for; (None, None): too few epochs for one."""
+def speedup_cell(value: float | None, low: float | None, high: float | None,
+                 no_ci: str = "no CI") -> str:
+    """A speedup with its interval; one whose interval contains 1.0 is no speedup at all
+    and reads so, with the interval kept for the reader."""
     if value is None:
         return "–"
-    if ci is None:
-        return f"{value:.2f}×"
-    low, high = ci
-    return f"{value:.2f}× " + (f"[{low:.2f}–{high:.2f}]" if low is not None else "[no CI]")
+    if low is None or high is None:
+        return f"{value:.2f}× [{no_ci}]"
+    if low <= 1.0 <= high:
+        return f"no measurable difference ({value:.2f}× [{low:.2f}–{high:.2f}])"
+    return f"{value:.2f}× [{low:.2f}–{high:.2f}]"
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -54,11 +57,14 @@ def headline_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _measure(row: dict, measure: str) -> str:
-    if row.get(f"{measure}_speedup") is None:
+def _measure(row: dict | None, measure: str = "") -> str:
+    """`measure`: "" (the train step), "inference" or "epoch"."""
+    if not row:
         return "–"
-    return _x(row[f"{measure}_speedup"], (row.get(f"{measure}_ci_low"),
-                                          row.get(f"{measure}_ci_high")))
+    prefix = f"{measure}_" if measure else ""
+    return speedup_cell(row.get(f"{measure}_speedup" if measure else "speedup"),
+                        row.get(f"{prefix}ci_low" if measure else "speedup_ci_low"),
+                        row.get(f"{prefix}ci_high" if measure else "speedup_ci_high"))
 
 
 def to_markdown(rows: list[dict], link: str) -> str:
@@ -73,8 +79,8 @@ def to_markdown(rows: list[dict], link: str) -> str:
         be = best.get("break_even_epochs")
         lines.append(
             f"| {h['model']} | {h['dataset']} | {_num(eager and eager['epoch_ms'])} | "
-            f"{_x(default and default['speedup'])} | {best.get('variant', '–')} | "
-            f"{_x(best.get('speedup'), (best.get('speedup_ci_low'), best.get('speedup_ci_high')))}"
+            f"{_measure(default)} | {best.get('variant', '–')} | "
+            f"{_measure(best)}"
             f" | {_measure(best, 'inference')} | {_measure(best, 'epoch')}"
             f" | {overhead_cell(best) if best else '–'} | "
             f"{_num(be, 0) if be is not None else ('never' if best else '–')} | "

@@ -3,9 +3,10 @@ should not be quoted without a second look."""
 
 from __future__ import annotations
 
+from gnnbench.records.compare import run_stability
 from gnnbench.report import header
-from gnnbench.report.headline import overhead_cell
-from gnnbench.report.rows import groups, run_stability, stability_warnings, variant_cell
+from gnnbench.report.headline import overhead_cell, speedup_cell
+from gnnbench.report.rows import groups, stability_warnings, variant_cell
 
 
 def _fmt(value: object, digits: int = 2) -> str:
@@ -44,11 +45,22 @@ def _stability(row: dict, disagree: bool) -> str:
 
 
 def _speedup(row: dict, measure: str) -> str:
-    value = row.get(f"{measure}_speedup")
-    if value is None:
+    return speedup_cell(row.get(f"{measure}_speedup"), row.get(f"{measure}_ci_low"),
+                        row.get(f"{measure}_ci_high"))
+
+
+def _run_ratios(row: dict) -> str:
+    low, high = row.get("run_ratio_min"), row.get("run_ratio_max")
+    if low is None:
         return "–"
-    low, high = row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high")
-    return f"{value:.2f}×" + (f" [{low:.2f}–{high:.2f}]" if low is not None else "")
+    return f"{low:.2f}×" if abs(high - low) < 0.005 else f"{low:.2f}–{high:.2f}×"
+
+
+def _pays_back(row: dict) -> str:
+    cells = [f"{state}: {row[column]}" for state, column in
+             (("cold cache", "pays_back_cold"), ("warm cache", "pays_back_warm"),
+              ("cache not recorded", "pays_back_unrecorded")) if row.get(column)]
+    return "; ".join(cells) or "–"
 
 
 def to_markdown(rows: list[dict], skipped: int = 0,
@@ -56,21 +68,27 @@ def to_markdown(rows: list[dict], skipped: int = 0,
     """The table; `disagree[i]`: row i's runs disagree with each other (stability)."""
     disagree = disagree or [False] * len(rows)
     head = ("| model | dataset | variant | runs | epoch time (ms), median [IQR] | speedup "
-            "[95% CI] | inference speedup | whole-epoch speedup | compile overhead (s), "
-            "median [max] | break-even epochs | graph breaks | recompiles | CUDA graphs "
+            "[95% CI] | per-run ratios | inference speedup | whole-epoch speedup | end-to-end "
+            "speedup | compile overhead (s), median [max] | break-even epochs | paid back "
+            "(measured) | graph breaks | recompiles | CUDA graphs "
             "| memory ratio | test acc (mean ± std) | Δ acc vs eager | stability | status |")
-    lines = [head, "|" + "---|" * 18]
+    lines = [head, "|" + "---|" * 21]
     for r, runs_disagree in zip(rows, disagree, strict=True):
-        speed = "–" if r["speedup"] is None else f"{r['speedup']:.2f}× " + (
-            f"[{r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f}]"
-            if r["speedup_ci_low"] is not None else f"[no CI: {r['steady_epochs']} epochs]")
+        speed = "–" if r["speedup"] is None else speedup_cell(
+            r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"],
+            f"no CI: {r['steady_epochs']} epochs")
+        if r["speedup"] is not None and r.get("ci_level") == "epochs":
+            speed += " (within-process)"
+        e2e = r.get("end_to_end_speedup")
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason'][:120]}"
         be = r["break_even_epochs"]
         lines.append(
             f"| {r['model']} | {r['dataset']} | {variant_cell(r)} | {r['runs']} | "
             f"{_fmt(r['epoch_ms'])} [{_fmt(r['epoch_ms_iqr'])}] | {speed} | "
-            f"{_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | {overhead_cell(r)} | "
+            f"{_run_ratios(r)} | {_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | "
+            f"{'–' if e2e is None else f'{e2e:.2f}×'} | {overhead_cell(r)} | "
             f"{_fmt(be, 0) if be is not None else ('never' if r['speedup'] else '–')} | "
+            f"{_pays_back(r)} | "
             f"{_fmt(r['graph_breaks'])} | {_fmt(r['recompiles'])} | {_cuda_graphs(r)} | "
             f"{_fmt(r['memory_ratio'])} | {_accuracy(r)} | {_fmt(r['test_acc_delta'], 4)} | "
             f"{_stability(r, runs_disagree)} | {status.replace('|', '/')} |")

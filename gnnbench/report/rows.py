@@ -10,7 +10,13 @@ from gnnbench.config import variant_label
 from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
-from gnnbench.records.compare import compare, compare_paired, compare_scaling, steady_steps
+from gnnbench.records.compare import (
+    compare,
+    compare_paired,
+    compare_scaling,
+    run_stability,
+    steady_steps,
+)
 
 COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "status",
            "steady_epochs", "epoch_ms",
@@ -28,7 +34,13 @@ COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "
            "scaling_efficiency_ci_low", "scaling_efficiency_ci_high",
            # Runs whose test accuracy stayed near the majority-class share (did not learn);
            # empty for records older than the check.
-           "near_chance_runs"]
+           "near_chance_runs",
+           # Honest uncertainty: what the interval covers ("runs": resampled runs, then
+           # epochs; "epochs": one run a side, within-process only), whether it excludes
+           # 1.0, each compiled run's own ratio against the eager run of its seed, the
+           # end-to-end speedup of whole runs, and the measured pay-back by cache state.
+           "ci_level", "measurable", "run_ratio_min", "run_ratio_max", "end_to_end_speedup",
+           "pays_back_cold", "pays_back_warm", "pays_back_unrecorded", "reference_notes"]
 
 
 def setting_note(row: dict) -> str:
@@ -53,17 +65,6 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     if not values:
         return None, None
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
-
-
-def run_stability(run: dict) -> dict | None:
-    """A run's stability verdict: the one it recorded, or for a record written before the
-    checks existed, its steady epochs judged now (no machine load: it was not sampled).
-    None for runs that did not finish."""
-    if run["status"] != "ok":
-        return None
-    if run.get("schema_version", 1) >= 3:  # checked when it ran (None: no steady epoch)
-        return {**run["stability"], "recorded": True} if run.get("stability") else None
-    return {**stability.assess(steady_steps(run)), "recorded": False}
 
 
 def stability_warnings(members: list[dict]) -> list[tuple[str, str]]:
@@ -134,6 +135,18 @@ def _scaling(row: dict, single: list[dict], ok: list[dict]) -> None:
                    scaling_efficiency_ci_high=cmp["efficiency_ci95"][1])
 
 
+def pays_back_cell(found: dict | None) -> str | None:
+    """"epoch 35 (3 runs)", "never in 200 epochs (3 runs)", "epoch 35; 1 of 3 never"."""
+    if not found:
+        return None
+    runs, never = found["runs"], found["never"]
+    if never == runs:
+        return f"never in {found['epochs']} epochs ({runs} run{'s' * (runs > 1)})"
+    cell = f"epoch {found['median_epoch']:.0f}"
+    return cell + (f"; {never} of {runs} never" if never else
+                   f" ({runs} run{'s' * (runs > 1)})")
+
+
 def build_rows(runs: list[dict]) -> list[dict]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
     grouped = groups(runs)
@@ -192,7 +205,15 @@ def build_rows(runs: list[dict]) -> list[dict]:
         row.update(speedup=cmp["speedup"], speedup_ci_low=cmp["speedup_ci95"][0],
                    speedup_ci_high=cmp["speedup_ci95"][1],
                    break_even_epochs=cmp["break_even_epochs"],
-                   test_acc_delta=cmp["test_acc_delta"], memory_ratio=cmp["memory_ratio"])
+                   test_acc_delta=cmp["test_acc_delta"], memory_ratio=cmp["memory_ratio"],
+                   ci_level=cmp["interval"]["level"], measurable=cmp["measurable"],
+                   run_ratio_min=min(cmp["per_run"], default=None),
+                   run_ratio_max=max(cmp["per_run"], default=None),
+                   end_to_end_speedup=(cmp["end_to_end"] or {}).get("speedup"),
+                   reference_notes="; ".join(cmp["reference_notes"]) or None)
+        for state, column in (("cold", "pays_back_cold"), ("warm", "pays_back_warm"),
+                              ("not recorded", "pays_back_unrecorded")):
+            row[column] = pays_back_cell(cmp["pays_back"].get(state))
         for measure in ("inference", "epoch"):
             if cmp.get(measure):
                 low, high = cmp[measure]["speedup_ci95"]

@@ -54,7 +54,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
                    devices: list[torch.device] | None = None) -> dict | None:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
-    same setting and seed found under `reference_dirs` (or with its paired twin); a DDP run
+    same setting and seed found under `reference_dirs` whose own timing checks passed (the
+    newest of any, named as unstable, where none did), or with its paired twin; a DDP run
     with its world_size 1 twin. `devices`: the ones leased for the run (a DDP run: one per
     rank); default: `train.device`. Returns None, recording nothing, in a DDP rank other
     than 0 started by torchrun or srun (rank 0 records the run)."""
@@ -108,7 +109,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             eager = store.eager_references(reference_dirs, record["config"],
                                            identity.device_type(record))
             if eager:
-                record["comparison"] = compare.compare(eager[-1:], [record])
+                # The newest stable one; the answer names it if it was not stable.
+                record["comparison"] = compare.compare(compare.choose_reference(eager),
+                                                       [record])
             else:  # its sweep's eager job may still be running (jobs side by side)
                 record["reference_pending"] = store.claim_holder(
                     reference_dirs, identity.run_key(record["config"],

@@ -78,16 +78,19 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: dict,
                 row["recompiles_this_epoch"] = row["recompiles"] - (
                     epochs[-1]["recompiles"] if epochs else 0)
             synchronize(device)
-            # The whole epoch as a user's loop would see it, the runner's bookkeeping included.
+            # The whole epoch as a user's loop would see it: train, eval and the metric
+            # reads. The runner's own work after it (progress, checks) is `bookkeeping_s`.
             row["epoch_wall_s"] = time.perf_counter() - started
+            kept = time.perf_counter()
             epochs.append(row)
             progress.update(row)
             # Checked between epochs, outside the timed regions: the loss is read anyway.
             bad = _non_finite_loss(row)
+            signum = trainer.agree(interrupts.requested() or 0) or None
+            row["bookkeeping_s"] = time.perf_counter() - kept
             if bad:
                 record["status"], record["reason"] = "diverged", f"{bad} at epoch {epoch}"
                 break
-            signum = trainer.agree(interrupts.requested() or 0) or None
             if signum is not None and epoch + 1 < cfg.train.epochs:
                 record["status"] = "interrupted"
                 record["reason"] = (f"{interrupts.name(signum)} after epoch {epoch + 1} of "
