@@ -144,7 +144,7 @@ def _log_medians(runs: list[np.ndarray], picks: np.ndarray, rng: np.random.Gener
 
 
 def ratio_interval(reference: Sequence[Sequence[float]], mine: Sequence[Sequence[float]],
-                   paired: bool = False, confidence: float = 0.95, resamples: int = 2000,
+                   paired: bool = False, confidence: float = 0.95, resamples: int = 1000,
                    seed: int = 0) -> dict:
     """The interval of median(reference) / median(mine), each pooled over its runs.
 
