@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import sys
 from pathlib import Path
@@ -15,25 +16,34 @@ from gnnbench.report.markdown import report_markdown
 from gnnbench.report.rows import COLUMNS, build_rows
 
 
+def render(folders: list[Path], title: str) -> tuple[list[dict], list[dict], str, str]:
+    """(runs, rows, report.md, report.csv) from every record under `folders`: what
+    `write_report` writes, and what a committed report must equal."""
+    # Records of commands that never composed (bad input) have no config to compare.
+    runs = [r for r in store.find(folders) if r.get("config")]
+    rows = build_rows(runs)
+    markdown = report_markdown(title, runs, rows)
+    incomplete = completeness(folders, runs)
+    if incomplete:  # first thing under the title: the figures below miss these jobs
+        head, rest = markdown.split("\n\n", 1)
+        markdown = f"{head}\n{incomplete}\n\n{rest}"
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    return runs, rows, markdown, table.getvalue()
+
+
 def write_report(folders: list[Path], out: Path | None = None,
                  log_to_wandb: bool = True) -> list[dict]:
     """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
     first folder), from every record under `folders`."""
     out = Path(out or folders[0])
-    # Records of commands that never composed (bad input) have no config to compare.
-    runs = [r for r in store.find(folders) if r.get("config")]
-    rows = build_rows(runs)
-    markdown = report_markdown(out.name, runs, rows)
-    incomplete = completeness(folders, runs)
-    if incomplete:  # first thing under the title: the figures below miss these jobs
-        title, rest = markdown.split("\n\n", 1)
-        markdown = f"{title}\n{incomplete}\n\n{rest}"
+    runs, rows, markdown, table = render(folders, out.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(markdown)
     with open(out / "report.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+        f.write(table)
     device = ", ".join(header.devices(runs))
     plots.speedup_bars(rows, out / "speedup.png", device)
     plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device)
