@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every committed report, made again from the records beside it (or, where a folder has a
 # sources.txt, from the folders it names, relative to results/), with today's report code;
-# then the README headline from the reference sweep. tests/test_committed_reports.py checks
+# then the headline of results/README.md from the reference sweep. tests/test_committed_reports.py checks
 # that each committed report.md and report.csv is what this makes.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,5 +15,5 @@ for report in $(find . -name report.md | sort); do
     python -m gnnbench.report "${sources[@]}" --out "$folder" --no-wandb > /dev/null
     echo "made $folder/report.md from ${sources[*]}"
 done
-cd .. && python -m gnnbench.report results/h200-reference --no-wandb --readme README.md > /dev/null
-echo "made the README headline from results/h200-reference"
+cd .. && python -m gnnbench.report results/h200-reference --no-wandb --readme results/README.md > /dev/null
+echo "made the headline of results/README.md from results/h200-reference"

@@ -40,6 +40,8 @@ def format_summary(result: dict, where: str | None = None) -> str:
         first = f"  first epoch: {t['first_epoch_s']:.2f} s"
         if t.get("compile_overhead_s") is not None:
             first += f"; compile overhead {t['compile_overhead_s']:.2f} s"
+        if t.get("bookkeeping_s"):  # the runner's own work between epochs, untimed
+            first += f"; runner's own work per epoch: median {_ms(t['bookkeeping_s']['median'])}"
         lines.append(first)
     if result.get("compile"):
         c = result["compile"]
