@@ -58,6 +58,42 @@ def test_a_failed_download_leaves_nothing_behind(tmp_path):
     assert [p.name for p in data.iterdir()] == [".PubMed.lock"]
 
 
+OFFLINE = {"https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+
+
+@pytest.mark.parametrize("args, error", [
+    (["train.lr=abc"], "train.lr='abc' is not a number; it must be a number > 0"),
+    (["train.epochs=-1"], "train.epochs=-1 must be an integer >= 1"),
+    (["dataset=pubmed"], "cannot download PubMed"),  # no mirror, no network
+])
+def test_bad_values_are_one_line_like_bad_commands(tmp_path, args, error):
+    """A bad value, or a dataset with no files, is the user's to fix, as `model=GCN` is: one
+    line on stderr, nothing on stdout (no W&B line, no run summary), exit 1, and an `error`
+    record where the run would have gone, with no W&B run named like a real one."""
+    proc = run([*args, f"data_dir={tmp_path / 'data'}"], tmp_path, timeout=300, env=OFFLINE)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("gnnbench: error: ") and error in line
+    [path] = list((tmp_path / "outputs" / "runs").glob("*/results.json"))
+    record = json.loads(path.read_text())
+    assert record["status"] == "error" and error in record["reason"]
+    assert record["input_error"] is True
+    assert not (path.parent / "wandb").exists()
+
+
+def test_a_run_that_fails_while_training_is_still_logged_and_summarised(tmp_path):
+    """Unlike bad input, a failure of the run itself (here a loss gone non-finite) is a
+    result to look at: a W&B run, the summary on stdout, and the error line."""
+    proc = run(["train.lr=1e30", "train.epochs=50", "train.device=cpu"], tmp_path)
+    assert proc.returncode == 1
+    assert "-> status diverged" in proc.stdout and "W&B offline run saved in" in proc.stdout
+    assert "gnnbench: error: non-finite loss" in proc.stderr
+    [path] = list((tmp_path / "outputs" / "runs").glob("*/results.json"))
+    assert "input_error" not in json.loads(path.read_text())
+    assert list(path.parent.glob("wandb/offline-run-*"))
+
+
 def test_a_read_only_data_dir_says_so(tmp_path):
     """Issue point 2, as a user without write permission (root's override capability
     dropped): not "cannot download ... set data_mirror"."""

@@ -182,6 +182,11 @@ def job(cfg: DictConfig) -> None:
         from gnnbench.runner import distributed
 
         distributed.exit_rank(0)
+    if result.get("input_error"):  # like a command that cannot be composed: one line
+        failed_runs.append(result["name"])
+        where = f"{out_dir.name}: " if sweeping else ""
+        print(f"gnnbench: error: {where}{result['reason']}", file=sys.stderr, flush=True)
+        return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result["status"] == "interrupted":
         signum = interrupts.requested() or 2
