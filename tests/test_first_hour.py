@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,35 @@ def test_help_is_a_page_of_our_own(tmp_path):
         assert text in proc.stdout, text
     hydra = run(["--hydra-help"], tmp_path)
     assert hydra.returncode == 0 and "powered by Hydra" in hydra.stdout
+
+
+def test_version_names_gnnbench_and_its_stack(tmp_path):
+    """`--version` is gnnbench's (not Hydra's), with what a bug report needs: torch, PyG and
+    the CUDA torch was built with; the console script says the same."""
+    import torch
+    import torch_geometric
+
+    expected = [f"gnnbench {metadata.version('gnnbench')}", f"torch {torch.__version__}",
+                f"torch_geometric {torch_geometric.__version__}",
+                f"CUDA {torch.version.cuda or 'none'}"]
+    proc = run(["--version"], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.splitlines() == expected, proc.stderr
+    script = subprocess.run([str(Path(sys.executable).with_name("gnnbench")), "--version"],
+                            cwd=tmp_path, env=clean_env(tmp_path), capture_output=True,
+                            text=True, timeout=120)
+    assert script.returncode == 0 and script.stdout == proc.stdout
+
+
+def test_version_of_a_checkout_that_is_not_installed(monkeypatch):
+    """Run from a checkout on PYTHONPATH with no installed metadata: pyproject's version."""
+    from gnnbench.cli import version
+
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    declared = metadata.version("gnnbench")  # the install was built from pyproject.toml
+    monkeypatch.setattr(version.metadata, "version", not_installed)
+    assert version.gnnbench_version() == f"{declared} (not installed)"
 
 
 def test_a_failed_download_leaves_nothing_behind(tmp_path):
@@ -85,7 +115,8 @@ def test_bad_values_are_one_line_like_bad_commands(tmp_path, args, error):
 def test_a_run_that_fails_while_training_is_still_logged_and_summarised(tmp_path):
     """Unlike bad input, a failure of the run itself (here a loss gone non-finite) is a
     result to look at: a W&B run, the summary on stdout, and the error line."""
-    proc = run(["train.lr=1e30", "train.epochs=50", "train.device=cpu"], tmp_path)
+    proc = run(["train.lr=1e30", "train.epochs=50", "train.device=cpu",
+                f"data_dir={tmp_path / 'data'}"], tmp_path)
     assert proc.returncode == 1
     assert "-> status diverged" in proc.stdout and "W&B offline run saved in" in proc.stdout
     assert "gnnbench: error: non-finite loss" in proc.stderr
