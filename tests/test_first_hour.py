@@ -10,9 +10,12 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import make_config
 from support.processes import clean_env, run, run_without_override
 
+from gnnbench.report.cli import write_report
 from gnnbench.report.summary import format_summary
+from gnnbench.runner import run_experiment
 
 
 @pytest.mark.slow
@@ -167,7 +170,9 @@ def test_runs_and_sweeps_leave_no_noise_and_no_stray_files(tmp_path):
     report = subprocess.run([sys.executable, "-m", "gnnbench.report", str(sweep)],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
-    assert len(list(sweep.glob("wandb/offline-run-*"))) == 1
+    [offline] = list(sweep.glob("wandb/offline-run-*"))
+    # Like a run, the report says how to upload its offline W&B run.
+    assert f"upload it with: wandb sync {offline}" in report.stdout.splitlines()[-1]
 
 
 def test_the_summary_names_expected_graph_breaks(run):
@@ -183,3 +188,30 @@ def test_the_summary_names_expected_graph_breaks(run):
             f"{c['speedup_ci95'][0]:.2f}–{c['speedup_ci95'][1]:.2f}] against paired eager twin"
             in text)
     assert Path(result["config"]["data_dir"]).is_dir()
+
+
+def test_a_paired_run_says_why_it_has_no_whole_epoch_speedup(run, tmp_path, data_dir):
+    """An unpaired compiled run quotes a whole-epoch speedup; a paired one cannot (both
+    models train in each epoch), and says so on the console and in the report instead of
+    leaving the figure out without a word."""
+    quick = ["train.epochs=8", "train.warmup_epochs=2"]
+    compiled = ["compile=true", "compiler.backend=eager", *quick]
+    assert run(*quick)["status"] == "ok"  # the eager reference of the unpaired run
+    unpaired = run_experiment(make_config([f"data_dir={data_dir}", "train.device=cpu",
+                                           "wandb.mode=disabled", *compiled]),
+                              tmp_path / "unpaired", reference_dirs=[tmp_path])
+    assert unpaired["comparison"]["epoch"] is not None
+    assert "; whole epoch " in format_summary(unpaired).splitlines()[-1]
+    paired = run(*compiled, "train.paired=true")
+    assert paired["status"] == "ok", paired["reason"]
+    assert paired["comparison"]["epoch"] is None
+    answer = format_summary(paired).splitlines()[-1]
+    assert answer.startswith("  => ") and "whole epoch " not in answer
+    assert "no whole-epoch figure (an epoch of a paired run holds both models' work)" in answer
+    write_report([tmp_path], log_to_wandb=False)
+    report = (tmp_path / "report.md").read_text()
+    rows = {line.split(" | ")[2]: line for line in report.splitlines()
+            if "compile-default backend=eager" in line}
+    assert "| – (paired) |" in rows["compile-default backend=eager paired"]
+    assert "(paired)" not in rows["compile-default backend=eager"]
+    assert "Paired rows have no whole-epoch speedup: an epoch of a paired run holds" in report
