@@ -13,7 +13,9 @@ import pytest
 from conftest import make_config
 from support.processes import clean_env, run, run_without_override
 
+from gnnbench.report import header, plots
 from gnnbench.report.cli import write_report
+from gnnbench.report.rows import build_rows
 from gnnbench.report.summary import format_summary
 from gnnbench.runner import run_experiment
 
@@ -215,3 +217,21 @@ def test_a_paired_run_says_why_it_has_no_whole_epoch_speedup(run, tmp_path, data
     assert "| – (paired) |" in rows["compile-default backend=eager paired"]
     assert "(paired)" not in rows["compile-default backend=eager"]
     assert "Paired rows have no whole-epoch speedup: an epoch of a paired run holds" in report
+
+
+def test_plot_titles_name_the_processor_not_its_architecture(run, tmp_path):
+    """A CPU run records the CPU's model (Linux: /proc/cpuinfo's model name), and the
+    report's plots are titled with it, not with "x86_64"."""
+    result = run("train.epochs=3", "train.warmup_epochs=1")
+    env = result["env"]
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in
+             (cpuinfo.read_text().splitlines() if cpuinfo.is_file() else [])
+             if line.split(":")[0].strip() == "model name"]
+    if names:
+        assert env["cpu_model"] == names[0]
+    assert env["device_name"] == env["cpu_model"] and env["device"] == "cpu"
+    device = ", ".join(header.devices([result]))
+    drawn = plots.epoch_time_distributions(build_rows([result]), [result],
+                                           tmp_path / "epoch_times.png", device)
+    assert f"on {env['cpu_model']}," in drawn["title"]
