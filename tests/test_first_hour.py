@@ -4,6 +4,7 @@ works, help is ours, the console ends with the answer, and nothing noisy or stra
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import metadata
@@ -235,3 +236,21 @@ def test_plot_titles_name_the_processor_not_its_architecture(run, tmp_path):
     drawn = plots.epoch_time_distributions(build_rows([result]), [result],
                                            tmp_path / "epoch_times.png", device)
     assert f"on {env['cpu_model']}," in drawn["title"]
+
+
+def test_library_notes_go_to_the_run_log_not_the_console(tmp_path):
+    """PyTorch's TF32 hint and Inductor's online-softmax note say nothing about the run:
+    they land in its gnnbench.log; a warning about the run still reaches the console."""
+    tests = Path(__file__).resolve().parent
+    env = {"PYTHONPATH": f"{tests}{os.pathsep}{tests.parent}"}  # this checkout's gnnbench
+    proc = run(["model._target_=support.noisy_model.NoisyGCN", "train.epochs=2",
+                "train.warmup_epochs=1", "train.device=cpu", "wandb.mode=disabled",
+                f"data_dir={tmp_path / 'data'}"], tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "TensorFloat32" not in proc.stderr and "Online softmax" not in proc.stderr
+    assert "NoisyGCN: a warning about this run" in proc.stderr
+    [log] = list((tmp_path / "outputs" / "runs").glob("*/gnnbench.log"))
+    text = log.read_text()
+    assert "UserWarning: TensorFloat32 tensor cores for float32 matrix multiplication" in text
+    assert "UserWarning: Online softmax is disabled on the fly" in text
+    assert "NoisyGCN" not in text
