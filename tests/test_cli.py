@@ -118,13 +118,15 @@ if not torch.cuda.is_available():
 
 @pytest.mark.parametrize("args,expected", BAD_INPUTS, ids=lambda v: " ".join(v)[:40])
 def test_bad_input_is_one_clear_line_and_a_record(tmp_path, args, expected):
-    """Every bad input alike: exit 1, one `gnnbench: error:` line naming the value (and the
-    choices), and a results.json with status error where the run would have gone."""
+    """Every bad input alike, whether Hydra or the run's checks find it: exit 1, one
+    `gnnbench: error:` line naming the value (and the choices), nothing on stdout, and a
+    results.json with status error where the run would have gone, with no W&B run."""
     proc = gnnbench([*args, f"data_dir={tmp_path / 'cache'}"], tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
     errors = [line for line in proc.stderr.splitlines() if line.startswith("gnnbench: error:")]
     assert len(errors) == 1, proc.stderr
+    assert not list((tmp_path / "outputs").rglob("wandb"))
     for text in expected:
         assert text in errors[0]
     assert "TESTING_ONLY" not in errors[0]

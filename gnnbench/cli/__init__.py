@@ -15,6 +15,11 @@ def main() -> None:
         from gnnbench.report.cli import main as report_main
 
         sys.exit(report_main(sys.argv[2:]))
+    if "--version" in sys.argv[1:]:
+        from gnnbench.cli.version import versions
+
+        print(versions(), end="")
+        sys.exit(0)
     if {"-h", "--help"} & set(sys.argv[1:]):
         from gnnbench.cli.usage import page
 

@@ -132,6 +132,7 @@ def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> Non
 def job(cfg: DictConfig) -> None:
     from gnnbench.report.summary import format_summary
     from gnnbench.runner import run_experiment
+    from gnnbench.runner.notes import notes_to_log
 
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
@@ -166,8 +167,9 @@ def job(cfg: DictConfig) -> None:
     search = [sweep_dir or out_dir.parent, *map(Path, cfg.get("reference_dirs") or [])]
     group = cfg.wandb.group or (sweep_dir.name if sweeping else None)
     try:
-        result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group,
-                                log_dir=sweep_dir, devices=lease.devices if lease else None)
+        with notes_to_log():
+            result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group,
+                                    log_dir=sweep_dir, devices=lease.devices if lease else None)
     except store.WriteError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
         if elsewhere:  # the sweep's end lists the job as having no record, and exits 1
@@ -182,6 +184,11 @@ def job(cfg: DictConfig) -> None:
         from gnnbench.runner import distributed
 
         distributed.exit_rank(0)
+    if result.get("input_error"):  # like a command that cannot be composed: one line
+        failed_runs.append(result["name"])
+        where = f"{out_dir.name}: " if sweeping else ""
+        print(f"gnnbench: error: {where}{result['reason']}", file=sys.stderr, flush=True)
+        return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result["status"] == "interrupted":
         signum = interrupts.requested() or 2

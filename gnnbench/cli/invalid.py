@@ -26,8 +26,8 @@ def record_invalid_command(argv: list[str], reason: str) -> Path | None:
     """Write the record; None when no folder can be made there (the error line still says
     what is wrong)."""
     record = {"schema_version": schema.SCHEMA_VERSION, "name": "invalid-command",
-              "status": "error", "reason": reason, "command": argv, "config": None,
-              "env": environment(None), "epochs": []}
+              "status": "error", "reason": reason, "input_error": True, "command": argv,
+              "config": None, "env": environment(None), "epochs": []}
     try:
         return store.write(record, folder_for(argv))
     except store.WriteError:

@@ -13,6 +13,7 @@ usage:
   gnnbench -m KEY=V1,V2 ...             a sweep over every combination (Hydra multirun)
   gnnbench report DIR [DIR ...]         compare the runs under folders (python -m gnnbench.report)
   gnnbench --hydra-help                 Hydra's own help (config groups, overrides syntax)
+  gnnbench --version                    gnnbench's, torch's, PyG's and CUDA's versions
 
 common commands:
   gnnbench                                         GCN on a built-in synthetic graph, eager

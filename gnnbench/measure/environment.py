@@ -29,9 +29,25 @@ def gpu_uuid(device: torch.device) -> str | None:
         return None
 
 
+def cpu_model() -> str:
+    """The CPU's model name ("Intel(R) Xeon(R) Platinum 8480+"), from /proc/cpuinfo on Linux;
+    elsewhere, or where it names none (many ARM hosts), what `platform` knows (often only
+    the architecture, x86_64)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment(device: torch.device | None) -> dict:
     import torch_geometric
 
+    cpu = cpu_model()
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -41,7 +57,10 @@ def environment(device: torch.device | None) -> dict:
         "cpu_count": os.cpu_count(),
         "device": str(device) if device is not None else None,
         "device_index": None,
-        "device_name": platform.processor() or platform.machine(),
+        # The CPU for a CPU run (the GPU's name below for a CUDA run); `cpu_model` is the
+        # host's CPU either way (a launch-bound GPU run depends on it too).
+        "device_name": cpu,
+        "cpu_model": cpu,
         "cuda": torch.version.cuda,
     }
     if device is not None and device.type == "cuda":

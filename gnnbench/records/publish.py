@@ -117,6 +117,11 @@ def _headline(result: dict) -> dict:
     return {k: v for k, v in summary.items() if v is not None}
 
 
+def upload_hint(local_dir: str) -> str:
+    """How to upload a W&B run logged offline: the command, ready to paste."""
+    return f"W&B offline run saved in {local_dir}; upload it with: wandb sync {local_dir}"
+
+
 def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
                      log_dir: Path | None = None) -> str | None:
     """Log one finished run to W&B; returns the local run directory, or None when disabled
@@ -177,7 +182,7 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
         finally:
             run.finish(exit_code=0 if result["status"] == "ok" else 1)
         if mode == "offline" and local_dir:
-            print(f"W&B offline run saved in {local_dir}; upload it with: wandb sync {local_dir}")
+            print(upload_hint(local_dir))
         return local_dir
     except Exception as exc:  # W&B must never cost a result
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -187,11 +192,13 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
 
 
 def publish_report(rows: list[dict], columns: list[str], settings: dict, root: Path,
-                   group: str) -> None:
-    """The sweep's comparison table as a W&B run of job_type `report` in the sweep's group."""
+                   group: str) -> str | None:
+    """The sweep's comparison table as a W&B run of job_type `report` in the sweep's group.
+    Returns the run's local directory when it was logged offline (to be uploaded), else
+    None."""
     mode = wandb_mode(settings["mode"])
     if mode == "disabled":
-        return
+        return None
     try:
         import wandb
 
@@ -208,8 +215,11 @@ def publish_report(rows: list[dict], columns: list[str], settings: dict, root: P
         try:
             run.summary["comparison"] = wandb.Table(
                 columns=columns, data=[[row[c] for c in columns] for row in rows])
+            local_dir = str(run.settings.sync_dir)
         finally:
             run.finish()
+        return local_dir if mode == "offline" else None
     except Exception as exc:
         print(f"gnnbench: warning: W&B report logging failed ({type(exc).__name__}); "
               f"report files in {root} are complete", file=sys.stderr)
+        return None

@@ -34,10 +34,11 @@ def render(folders: list[Path], title: str) -> tuple[list[dict], list[dict], str
     return runs, rows, markdown, table.getvalue()
 
 
-def write_report(folders: list[Path], out: Path | None = None,
-                 log_to_wandb: bool = True) -> list[dict]:
+def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: bool = True,
+                 upload_hint: bool = False) -> list[dict]:
     """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
-    first folder), from every record under `folders`."""
+    first folder), from every record under `folders`. `upload_hint`: say how to upload the
+    report's W&B run when it was logged offline (a sweep says it once for all its runs)."""
     out = Path(out or folders[0])
     runs, rows, markdown, table = render(folders, out.name)
     out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,9 @@ def write_report(folders: list[Path], out: Path | None = None,
     if log_to_wandb and runs:
         cfg = runs[0]["config"]
         group = cfg["wandb"]["group"] or out.name
-        publish.publish_report(rows, COLUMNS, cfg["wandb"], out, group)
+        offline = publish.publish_report(rows, COLUMNS, cfg["wandb"], out, group)
+        if offline and upload_hint:
+            print(publish.upload_hint(offline), flush=True)
     return rows
 
 
@@ -93,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(map(str, args.directories))}", file=sys.stderr)
         return 2
     out = args.out or args.directories[0]
-    rows = write_report(args.directories, out, log_to_wandb=not args.no_wandb)
+    rows = write_report(args.directories, out, log_to_wandb=not args.no_wandb,
+                        upload_hint=True)
     if args.readme:
         link = os.path.relpath(out / "report.md", args.readme.resolve().parent)
         try:

@@ -7,6 +7,7 @@ from gnnbench.records.compare import run_stability
 from gnnbench.report import header
 from gnnbench.report.headline import overhead_cell, speedup_cell
 from gnnbench.report.rows import groups, stability_warnings, variant_cell
+from gnnbench.report.summary import PAIRED_EPOCH
 
 
 def _fmt(value: object, digits: int = 2) -> str:
@@ -44,9 +45,15 @@ def _stability(row: dict, disagree: bool) -> str:
     return "; ".join(parts) or ("too few epochs" if unstable is None else "ok")
 
 
+def _paired(row: dict) -> bool:
+    return "paired" in row["variant"].split()
+
+
 def _speedup(row: dict, measure: str) -> str:
-    return speedup_cell(row.get(f"{measure}_speedup"), row.get(f"{measure}_ci_low"),
-                        row.get(f"{measure}_ci_high"))
+    value = row.get(f"{measure}_speedup")
+    if value is None and measure == "epoch" and _paired(row) and row["speedup"] is not None:
+        return "– (paired)"
+    return speedup_cell(value, row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high"))
 
 
 def _run_ratios(row: dict) -> str:
@@ -92,6 +99,10 @@ def to_markdown(rows: list[dict], skipped: int = 0,
             f"{_fmt(r['graph_breaks'])} | {_fmt(r['recompiles'])} | {_cuda_graphs(r)} | "
             f"{_fmt(r['memory_ratio'])} | {_accuracy(r)} | {_fmt(r['test_acc_delta'], 4)} | "
             f"{_stability(r, runs_disagree)} | {status.replace('|', '/')} |")
+    if any(_paired(r) and r["speedup"] is not None for r in rows):
+        lines.append(f"\nPaired rows have no whole-epoch speedup: {PAIRED_EPOCH} (the "
+                     "compiled model's and its eager twin's); their train steps and inference "
+                     "are timed apart.")
     if skipped:
         lines.append(f"\n{skipped} sweep job(s) skipped: they repeated an eager run already made.")
     return "\n".join(lines)

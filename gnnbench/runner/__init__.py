@@ -58,7 +58,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     newest of any, named as unstable, where none did), or with its paired twin; a DDP run
     with its world_size 1 twin. `devices`: the ones leased for the run (a DDP run: one per
     rank); default: `train.device`. Returns None, recording nothing, in a DDP rank other
-    than 0 started by torchrun or srun (rank 0 records the run)."""
+    than 0 started by torchrun or srun (rank 0 records the run). Bad input (a `ConfigError`:
+    a value, a dataset with no files) is recorded with `input_error` and not logged to W&B."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
     record = schema.new_record(cfg)
@@ -80,8 +81,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             with matmul_precision(cfg.train.get("precision", "fp32")), \
                     dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
                 loop.train_epochs(cfg, device, record, recorder)
-    except config.ConfigError as exc:
-        record["status"], record["reason"] = "error", str(exc)
+    except config.ConfigError as exc:  # bad input (a value, a missing dataset): the user's
+        record["status"], record["reason"] = "error", str(exc)  # to fix; nothing trained
+        record["input_error"] = True
     except (interrupts.Interrupted, KeyboardInterrupt) as exc:
         stopped_at_once = exc
         loop.record_stopped_at_once(record, exc, cfg.train.epochs)
@@ -122,6 +124,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         if single:
             record["scaling"] = compare.compare_scaling(single[-1:], [record])
     store.write(record, out_dir)
+    if record.get("input_error"):  # no W&B run named like a real one for a run never made
+        return record
     if stopped_at_once is not None:  # asked to stop now: no W&B, and the caller sees it
         if isinstance(stopped_at_once, KeyboardInterrupt):
             raise stopped_at_once
