@@ -123,7 +123,7 @@ def test_an_unstable_reference_is_named_and_a_stable_one_preferred():
     assert c["reference_runs"][0]["flags"] == ["unstable", "3.0 days older"]
     compiled.update(comparison=json.loads(json.dumps(c)))
     answer = next(line for line in format_summary(compiled).splitlines() if "=>" in line)
-    assert "against gcn-synthetic-eager-s0-old (gcn-synthetic-eager-s0-old: unstable" in answer
+    assert "against gcn-synthetic-eager-s0-old (unstable, 3.0 days older); " in answer
     stable = simulate(rng, [2e-3], 0.01, 30, False)[0]
     assert compare.choose_reference([stable, unstable]) == [stable]  # older, but stable
 

@@ -92,8 +92,9 @@ def _references(reference: list[dict], against: list[dict]) -> tuple[list[dict],
         flags = []
         if entry["stable"] is False:
             flags.append("unstable")
+            checks = ", ".join(w.split(":", 1)[0] for w in entry["warnings"])
             notes.append(f"reference {entry['name']} was unstable by its own checks "
-                         f"({'; '.join(entry['warnings'])[:160]})")
+                         f"({checks}: see its record)")
         started = run.get("started_at")
         if started and newest and newest - started > OLD_REFERENCE_S:
             flags.append(f"{(newest - started) / 86400:.1f} days older")

@@ -118,11 +118,14 @@ def _answer(result: dict) -> list[str]:
         searched = ", ".join(result.get("reference_search") or []) or "no folder"
         return [f"  speedup: no eager run of this setting and seed found (searched {searched});"
                 " run the same command with compile=false first, or add train.paired=true"]
-    flagged = [f"{r['name']}: {', '.join(r['flags'])}" for r in c.get("reference_runs") or []
-               if r.get("flags")]
-    against = c["reference"] + (f" ({'; '.join(flagged)})" if flagged else "")
-    lines = [f"  => {_headline(c)} against {against}; " + _paying(c)
-             + f"; test accuracy {c['test_acc_delta']:+.4f} vs eager"]
+    refs = c.get("reference_runs") or []
+    flagged = [(r["name"], ", ".join(r["flags"])) for r in refs if r.get("flags")]
+    against = c["reference"] + (
+        f" ({flagged[0][1]})" if len(refs) == 1 and flagged else
+        f" ({'; '.join(f'{name}: {flags}' for name, flags in flagged)})" if flagged else "")
+    first, others = _headline(c)
+    lines = [f"  => {first} against {against}; " + "".join(f"{o}; " for o in others)
+             + _paying(c) + f"; test accuracy {c['test_acc_delta']:+.4f} vs eager"]
     if c.get("interval", {}).get("level") == "epochs":
         lines.append("  note: one run a side, so the interval covers epoch-to-epoch noise in "
                      "one process only; run-to-run variance (processes differ by far more) "
@@ -139,8 +142,8 @@ def _ci(c: dict) -> str:
     return f"95% CI {low:.2f}–{high:.2f}" if low is not None else "too few epochs for a CI"
 
 
-def _headline(c: dict) -> str:
-    """The train step's answer, then the other measures: a ratio whose interval contains
+def _headline(c: dict) -> tuple[str, list[str]]:
+    """The train step's answer, and the other measures: a ratio whose interval contains
     1.0 is "no measurable difference", never a speedup."""
     if c.get("measurable") is False:
         first = (f"no measurable difference in the train step ({c['speedup']:.2f}x, "
@@ -158,7 +161,7 @@ def _headline(c: dict) -> str:
         others.append(f"end to end (data, compile, every epoch) {e2e['speedup']:.2f}x")
     if c.get("reference") == "paired eager twin":  # said, so its absence is not a failure
         others.append(f"no whole-epoch figure ({PAIRED_EPOCH})")
-    return first + ("; " + "; ".join(others) if others else "")
+    return first, others
 
 
 def _paying(c: dict) -> str:

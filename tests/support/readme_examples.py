@@ -63,7 +63,7 @@ def normalise(text: str) -> str:
     text = re.sub(r" against (\S+) \([^()]*\)", r" against \1", text)
     text = re.sub(r"compiling (paid back after [^;]*|pays back after [^;]*|never pays back "
                   r"here)", "compiling PAYS", text)
-    return re.sub(r"\d+(\.\d+)?", "N", text)
+    return re.sub(r"[+-]?\d+(\.\d+)?", "N", text)
 
 
 def blocks(readme: str) -> dict[str, str]:
