@@ -63,13 +63,15 @@ def choose_reference(eager: list[dict]) -> list[dict]:
 
 
 def cache_state(run: dict) -> str | None:
-    """The compile cache a run started with, from its own cache counters: "cold" (every
-    lookup missed), "warm" (every one hit), "mixed"; None where not recorded (older
-    records, or nothing compiled)."""
+    """The compile cache a run started with, from its own lookups in Inductor's FX-graph
+    cache (the one that holds compiled kernels): "cold" (every lookup missed), "warm"
+    (every one hit), "mixed"; None where not recorded (older records, or nothing compiled).
+    AOTAutograd's cache is left out: some graphs are never cacheable there, so a warm
+    run still misses it."""
     cache = (run.get("compile") or {}).get("cache")
     if not cache:
         return None
-    hits, misses = cache.get("hits", 0), cache.get("misses", 0)
+    hits, misses = cache.get("fxgraph_hits", 0), cache.get("fxgraph_misses", 0)
     if hits + misses == 0:
         return None
     return "warm" if not misses else "cold" if not hits else "mixed"
