@@ -20,6 +20,9 @@ from scipy import stats as scipy_stats
 # A bootstrap of a median from fewer samples than this has too few distinct values to be
 # an interval anyone should quote (two epochs a side give three possible medians).
 MIN_CI_SAMPLES = 5
+# Values drawn per bootstrap side (replicates x runs x epochs) before epochs per run are
+# thinned: a report over thousands of runs stays within seconds.
+DRAWS_MAX = 2_000_000
 
 
 def summarize(samples: Sequence[float]) -> dict:
@@ -121,25 +124,23 @@ def measurable(ci: Sequence[float | None] | None) -> bool | None:
     return not (ci[0] <= 1.0 <= ci[1])
 
 
-def _log_medians(runs: list[np.ndarray], picks: np.ndarray, rng: np.random.Generator,
-                 two_level: bool) -> np.ndarray:
+def _log_medians(runs: list[np.ndarray], picks: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
     """log median of each replicate's pooled sample. `picks[b]`: the runs replicate b drew
-    (one row per replicate); then, with `two_level`, each drawn run's epochs are drawn
-    again, as many as it has. Runs of unequal length are padded with NaN."""
+    (one row per replicate); then each drawn run's epochs are drawn again. Every drawn run
+    contributes as many draws as the longest run has epochs, so each process weighs the
+    same; past DRAWS_MAX values a replicate, fewer (at least 5) per run, which widens the
+    within-run part a little and keeps a report over thousands of runs fast."""
     width = max(len(r) for r in runs)
-    table = np.full((len(runs), width), np.nan)
+    table = np.zeros((len(runs), width))
     for i, r in enumerate(runs):
         table[i, :len(r)] = r
     lengths = np.array([len(r) for r in runs])
     n = lengths[picks]                                          # [B, R]
-    if two_level:
-        draws = np.floor(rng.random((*picks.shape, width)) * n[..., None]).astype(int)
-    else:
-        draws = np.broadcast_to(np.arange(width), (*picks.shape, width))
-    values = table[picks[..., None], draws]                     # [B, R, width]
-    values = values.reshape(len(picks), -1)
-    median = np.median(values, axis=1) if (lengths == width).all() else \
-        np.nanmedian(values, axis=1)
+    per_run = max(5, min(width, DRAWS_MAX // picks.size))
+    draws = np.floor(rng.random((*picks.shape, per_run)) * n[..., None]).astype(int)
+    values = table[picks[..., None], draws].reshape(len(picks), -1)  # [B, R * draws]
+    median = np.median(values, axis=1)
     return np.log(median)
 
 
@@ -169,8 +170,8 @@ def ratio_interval(reference: Sequence[Sequence[float]], mine: Sequence[Sequence
     rng = np.random.default_rng(seed)
     if out["paired"]:
         picks = rng.integers(0, len(mine), (resamples, len(mine)))
-        diff = (_log_medians(reference, picks, rng, True)
-                - _log_medians(mine, picks, rng, True))
+        diff = (_log_medians(reference, picks, rng)
+                - _log_medians(mine, picks, rng))
         variance = float(np.var(diff, ddof=1)) * len(mine) / (len(mine) - 1)
         df = float(len(mine) - 1)
     else:
@@ -178,11 +179,11 @@ def ratio_interval(reference: Sequence[Sequence[float]], mine: Sequence[Sequence
         for runs in (reference, mine):
             if len(runs) >= 2:
                 picks = rng.integers(0, len(runs), (resamples, len(runs)))
-                v = float(np.var(_log_medians(runs, picks, rng, True), ddof=1))
+                v = float(np.var(_log_medians(runs, picks, rng), ddof=1))
                 parts.append((v * len(runs) / (len(runs) - 1), len(runs) - 1))
             else:  # one process: its epochs are all there is to resample
                 picks = np.zeros((resamples, 1), dtype=int)
-                v = float(np.var(_log_medians(runs, picks, rng, True), ddof=1))
+                v = float(np.var(_log_medians(runs, picks, rng), ddof=1))
                 parts.append((v, max(len(runs[0]) - 1, 1)))
         variance = sum(v for v, _ in parts)
         df = (variance ** 2 / sum(v ** 2 / d for v, d in parts)
