@@ -20,8 +20,9 @@ def write_report(folders: list[Path], out: Path | None = None,
     """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
     first folder), from every record under `folders`."""
     out = Path(out or folders[0])
-    # Records of commands that never composed (bad input) have no config to compare.
-    runs = [r for r in store.find(folders) if r.get("config")]
+    # Records no reader can use (a command that never composed has no config) are skipped
+    # with a warning each, by the store.
+    runs = store.find(folders)
     rows = build_rows(runs)
     markdown = report_markdown(out.name, runs, rows)
     incomplete = completeness(folders, runs)
