@@ -89,7 +89,7 @@ def test_limits_measures_each_part_against_eager(tmp_path):
 @pytest.mark.slow
 def test_profile_step_profiles_cpu_ops_and_says_why_it_skips_the_captured_step(tmp_path):
     out = bench(tmp_path, "profile_step", "--cases", "dataset=cora", "--models", "gcn")
-    assert out["activity"] == "cpu"
+    assert out["activity"] == "cpu" and "no ATen ops" in out["note"]
     rows = {r["variant"]: r for r in out["rows"]}
     assert list(rows) == ["eager", "model reduce-overhead", "step reduce-overhead"]
     assert "needs CUDA" in rows["step reduce-overhead"]["skipped"]
