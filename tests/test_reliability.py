@@ -285,7 +285,7 @@ def test_the_report_skips_an_unreadable_record_and_names_it(run_in, tmp_path, ca
     (folder / "1_bad" / "results.json").write_text('{"status": "ok", "config": ')
     assert report_main([str(folder), "--no-wandb"]) == 0
     err = capsys.readouterr().err
-    assert f"skipping unreadable record {folder / '1_bad' / 'results.json'}" in err
+    assert f"skipping invalid record {folder / '1_bad' / 'results.json'}" in err
     assert "| gcn | synthetic | eager | 1/1 ok |" in (folder / "report.md").read_text()
 
 

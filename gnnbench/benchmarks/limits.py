@@ -12,6 +12,9 @@ step:      the arxiv-size graph, 3x256 + batch norm, the train step: eager COO, 
            TF32. Goals: GCN <= 4 ms, SAGE <= 5 ms.
 minibatch: arxiv-size SAGE with 15/10 neighbour batches, the train epoch: eager, compiled,
            compiled on padded batches with prefetching. Goal: >= 1.5x, never below 1x.
+
+`--tiny` (to check that it runs, e.g. on a CPU): each part's first setting, 3 epochs after
+1 warm-up, one round, the synthetic graphs shrunk to 2,000 nodes.
 """
 
 from __future__ import annotations
@@ -60,8 +63,30 @@ CASES = {
 }
 
 
-def run_case(part: str, name: str, base: list[str], rounds: int, common: list[str]) -> dict:
-    case = CASES[part]
+TINY = {"epochs": 3, "warmup": 1, "graph": ["dataset.num_nodes=2000", "dataset.num_edges=8000"]}
+
+
+def tiny_cases() -> dict:
+    """CASES made small: the first setting of each part, few epochs, small graphs."""
+    out = {}
+    for part, case in CASES.items():
+        name, base = next(iter(case["settings"].items()))
+        small = [*base, *TINY["graph"]] if any("synthetic" in o for o in base) else base
+        out[part] = {**case, "epochs": TINY["epochs"], "warmup": TINY["warmup"],
+                     "settings": {name: small}}
+    return out
+
+
+def ratio(eager: list[float], mine: list[float]) -> dict:
+    """Speedup of the pooled medians with its bootstrap 95 % CI (epochs resampled)."""
+    low, high = stats.bootstrap_ratio_ci(eager, mine)
+    return {"speedup": statistics.median(eager) / statistics.median(mine),
+            "speedup_ci95": [low, high], "n_eager": len(eager), "n": len(mine)}
+
+
+def run_case(part: str, name: str, base: list[str], rounds: int, common: list[str],
+             cases: dict = CASES) -> dict:
+    case = cases[part]
     variants = list(case["variants"])
     samples: dict[str, list[float]] = {v: [] for v in variants}
     per_round: dict[str, list[float]] = {v: [] for v in variants}
@@ -89,43 +114,54 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
             low, high = stats.bootstrap_median_ci(mine)
             row.update(median_ms=statistics.median(mine) * 1e3, ci95_ms=[low * 1e3, high * 1e3])
         if mine and eager and variant != "eager":
-            row["speedup"] = stats.speedup(eager, mine, None)
+            row["speedup"] = ratio(eager, mine)
             ratios = [e / c for e, c in zip(per_round["eager"], per_round[variant],
                                             strict=False)]
-            if len(ratios) >= 2:
-                row["speedup_per_round"] = ratios
+            if len(ratios) >= 2:  # a round's epochs share the machine's state: rounds are
+                row["speedup_per_round"] = ratios  # the independent samples
+                row["speedup_per_round_ci95"] = list(stats.bootstrap_median_ci(ratios))
         rows[variant] = row
         shown = (f"{row['median_ms']:9.3f} ms [{row['ci95_ms'][0]:.3f}-{row['ci95_ms'][1]:.3f}]"
                  if mine else f"{'-':>9}")
         speed = (f"  {row['speedup']['speedup']:6.2f}x "
                  f"[{row['speedup']['speedup_ci95'][0]:.2f}-{row['speedup']['speedup_ci95'][1]:.2f}]"
-                 if "speedup" in row and row["speedup"]["speedup_ci95"][0] is not None else "")
+                 if "speedup" in row else "")
         print(f"{part:9s} {name:16s} {variant:22s} {shown}{speed}  {row['outcome']}", flush=True)
     return {"metric": case["metric"], "rounds": rounds, "variants": rows}
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="epoch,step,minibatch")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--data-mirror", default=None)
+    parser.add_argument("--tiny", action="store_true",
+                        help="each part's first setting, 3 epochs, one round, small graphs")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.tiny and args.rounds == parser.get_default("rounds"):
+        args.rounds = 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    cases = tiny_cases() if args.tiny else CASES
     common = [f"train.device={args.device}", "wandb.mode=disabled", f"data_dir={args.data_dir}"]
     if args.data_mirror:
         common.append(f"data_mirror={args.data_mirror}")
     started = time.time()
-    results = {part: {name: run_case(part, name, base, args.rounds, common)
-                      for name, base in CASES[part]["settings"].items()}
+    results = {part: {name: run_case(part, name, base, args.rounds, common, cases)
+                      for name, base in cases[part]["settings"].items()}
                for part in args.parts.split(",")}
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({
             "command": "python -m gnnbench.benchmarks.limits " + " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-                if k != "out" and v is not None),
+                f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+                for k, v in vars(args).items() if k != "out" and v not in (None, False)),
             "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
             "torch": torch.__version__, "wall_s": time.time() - started,
             "results": results}, indent=2) + "\n")

@@ -4,6 +4,9 @@ an epoch (train step + inference + accuracy read-out, device-synchronised at the
 ends only in the bare loop, as a user would time it).
 
     python -m gnnbench.benchmarks.overhead --device cuda --out results/overhead-h200.json
+
+`--tiny` (to check that it runs): Cora only, 2 rounds of 3 epochs after 1 warm-up, unless
+those flags are given; an arxiv-size case asked for is shrunk to 2,000 nodes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from gnnbench.training import compilation
 from gnnbench.training.optim import make_optimizer
 
 CASES = {"cora": ["dataset=cora"], "arxiv-size": ["experiment=synthetic-arxiv-gcn"]}
+TINY = {"cases": "cora", "rounds": 2, "epochs": 3, "warmup": 1}
+TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
 
 
 def bare_loop(cfg, device: torch.device) -> list[float]:
@@ -59,7 +64,7 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
     return epochs
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--cases", default="cora,arxiv-size")
@@ -68,8 +73,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--data-mirror", default=None)
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
+    parser.add_argument("--tiny", action="store_true", help="a few short rounds on Cora")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.tiny:
+        for key, value in TINY.items():
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     rows = []
     for case in args.cases.split(","):
         for compiled in (False, True):
@@ -79,6 +94,8 @@ def main() -> None:
                          f"data_dir={args.data_dir}"]
             if args.data_mirror:
                 overrides.append(f"data_mirror={args.data_mirror}")
+            if args.tiny and case != "cora":
+                overrides += TINY_GRAPH
             cfg = config.compose_config(overrides)
             device = config.resolve_device(cfg.train.device)
             bare, runner, per_round = [], [], []

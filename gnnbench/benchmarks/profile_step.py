@@ -1,117 +1,187 @@
-"""What bounds a training step? Kernel count, GPU busy time and wall time per step, for
-eager, model-compiled and whole-step-compiled training, from torch.profiler.
+"""What bounds a training step? Per step, from torch.profiler, for eager, model-compiled and
+whole-step-compiled training: on CUDA, the kernels, the GPU's busy time against the wall
+time and the costliest kernels; on the CPU, the ATen ops, their time against the wall time
+and the costliest ops.
 
-    python -m gnnbench.benchmarks.profile_step --data-mirror DIR --out results/profile.json
+    python -m gnnbench.benchmarks.profile_step --data-mirror DIR --out profile.json
+    python -m gnnbench.benchmarks.profile_step --tiny --device cpu --out profile-cpu.json
 
 A step whose kernels keep the GPU busy for much less than its wall time is bound by
-launches and Python, not by the kernels: fewer launches (CUDA graphs) is the remedy.
+launches and Python, not by the kernels: fewer launches (CUDA graphs) is the remedy. The
+step is the runner's own (training/epochs.py), built from the composed config, so what is
+profiled is what a run times. `--tiny`: a few steps on small graphs, to check it runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
+import platform
 import time
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gnnbench import config, data, models
-from gnnbench.training import compilation
-from gnnbench.training.optim import make_optimizer
+from gnnbench import config, data
+from gnnbench.measure import dynamo
+from gnnbench.measure.timer import synchronize
+from gnnbench.training import steps
+from gnnbench.training.epochs import Trainer
+from gnnbench.training.precision import matmul_precision
 
-VARIANTS = {"eager": None, "model reduce-overhead": "model", "step reduce-overhead": "step"}
+REDUCE_OVERHEAD = ["compile=true", "compiler.mode=reduce-overhead"]
+VARIANTS = {"eager": [], "model reduce-overhead": REDUCE_OVERHEAD,
+            "step reduce-overhead": [*REDUCE_OVERHEAD, "compiler.scope=step"]}
+# Only CUDA replays a whole step as one graph: on the CPU this variant would profile a
+# compiled step that no run of the suite measures.
+CUDA_ONLY = {"step reduce-overhead": "the whole step is captured as one CUDA graph, which "
+                                     "needs CUDA; nothing to profile on the CPU"}
+CPU_NOTE = ("CPU: ATen ops' self time against the wall time of the profiled steps; "
+            "Inductor's fused C++ kernels are no ATen ops, so a compiled step's share leaves "
+            "them out")
+# --tiny: the synthetic graphs shrunk to a few thousand nodes (Cora is small already).
+TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
 
 
-def measure(cfg, device: torch.device, scope: str | None, steps: int) -> dict:
-    torch.manual_seed(0)
+def train_step(cfg, device: torch.device):
+    """The training step the runner times for `cfg`, as one call."""
+    torch.manual_seed(cfg.train.seed)
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
-    edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index, task.num_nodes)
-    model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
-    optimizer = make_optimizer(model.parameters(), cfg.train, capturable=scope == "step")
-    if scope == "step":
-        loss_fn, opt_step = compilation.compile_step_parts(
-            functools.partial(steps.loss_of, model), optimizer, cfg.compiler)
+    trainer = Trainer(cfg, task, device)
+    v = trainer.variants[0]
+    if v.step is not None:
+        return v.step
+    return lambda: steps.train_step(v.forward, v.model, v.optimizer, task, trainer.edge_index,
+                                    trainer.edge_weight)
 
-        step = compilation.CapturedStep(functools.partial(
-            steps.whole_step, loss_fn, opt_step, model, optimizer, task.x, edge_index,
-            edge_weight, task.splits["train"], task.y))
-    else:
-        forward = compilation.compile_model(model, cfg.compiler) if scope else model
 
-        def step():
-            return steps.train_step(forward, model, optimizer, task, edge_index, edge_weight)
+def measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
+    with matmul_precision(cfg.train.get("precision", "fp32")):
+        return _measure(cfg, device, steps_, warmup)
 
-    for _ in range(30):
+
+def _measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
+    if cfg.compile:  # a fresh dynamo cache, as each run of the runner starts with
+        dynamo.reset()
+    step = train_step(cfg, device)
+    for _ in range(warmup):  # compilation, CUDA-graph capture, allocator warm-up
         step()
-    torch.cuda.synchronize()
+    synchronize(device)
     started = time.perf_counter()
-    for _ in range(steps):
+    for _ in range(steps_):
         step()
-    torch.cuda.synchronize()
-    wall = (time.perf_counter() - started) / steps
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
+    synchronize(device)
+    wall = (time.perf_counter() - started) / steps_
+    cuda = device.type == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        started = time.perf_counter()
+        for _ in range(steps_):
             step()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    busy = sum(e.device_time for e in kernels) / 1e6 / steps
-    return {"wall_ms": wall * 1e3, "kernels_per_step": len(kernels) / steps,
-            "gpu_busy_ms": busy * 1e3, "gpu_busy_share": busy / wall,
-            "top_kernels": top_kernels(kernels, steps)}
+        synchronize(device)
+        profiled = (time.perf_counter() - started) / steps_
+    if cuda:
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy = sum(e.device_time for e in kernels) / 1e6 / steps_
+        return {"wall_ms": wall * 1e3, "kernels_per_step": len(kernels) / steps_,
+                "gpu_busy_ms": busy * 1e3, "gpu_busy_share": busy / wall,
+                "top_kernels": costliest(kernels, steps_, "device_time", "kernel")}
+    # Self time: an op's time without the ops it calls, so the sum counts every moment once.
+    # Recording every op slows a CPU step, so its share is of the profiled steps' wall time.
+    ops = [e for e in prof.events() if e.name.startswith("aten::")]
+    busy = sum(e.self_cpu_time_total for e in ops) / 1e6 / steps_
+    return {"wall_ms": wall * 1e3, "profiled_wall_ms": profiled * 1e3,
+            "ops_per_step": len(ops) / steps_, "cpu_op_ms": busy * 1e3,
+            "cpu_op_share": busy / profiled,
+            "top_ops": costliest(ops, steps_, "self_cpu_time_total", "op")}
 
 
-def top_kernels(kernels: list, steps: int, count: int = 8) -> list[dict]:
-    """Where a kernel-bound step's GPU time goes: the kernels with the most time per step.
-    Names are CUDA's (eager: ATen's kernels; compiled: Inductor's fused Triton kernels,
-    named after the ops they fuse, e.g. `..._index_add_...` for a scatter)."""
-    total = sum(e.device_time for e in kernels)
+def costliest(events: list, steps_: int, time_of: str, label: str,
+              count: int = 8) -> list[dict]:
+    """Where a step's time goes: the kernels (or CPU ops) with the most time per step.
+    Kernel names are CUDA's (eager: ATen's kernels; compiled: Inductor's fused Triton
+    kernels, named after the ops they fuse, e.g. `..._index_add_...` for a scatter). On the
+    CPU, Inductor's fused C++ kernels are no ATen ops: a compiled step's share is lower."""
+    total = sum(getattr(e, time_of) for e in events) or 1.0
     per_name: dict[str, float] = {}
-    for e in kernels:
-        per_name[e.name] = per_name.get(e.name, 0.0) + e.device_time
+    for e in events:
+        per_name[e.name] = per_name.get(e.name, 0.0) + getattr(e, time_of)
     ranked = sorted(per_name.items(), key=lambda item: -item[1])[:count]
-    return [{"kernel": name[:160], "ms_per_step": t / 1e3 / steps, "share": t / total}
+    return [{label: name[:160], "ms_per_step": t / 1e3 / steps_, "share": t / total}
             for name, t in ranked]
 
 
-def main() -> None:
+def overrides_of(case: str, model: str, args: argparse.Namespace) -> list[str]:
+    """A case with one of the models: `dataset=X` takes `model=`, an experiment preset
+    names its model (experiment=synthetic-arxiv-gcn -> -sage)."""
+    if case.startswith("dataset="):
+        out = [case, f"model={model}"]
+    else:
+        out = [case.replace("-gcn", f"-{model}") if model != "gcn" else case]
+    out += [f"data_dir={args.data_dir}", f"train.device={args.device}", "wandb.mode=disabled"]
+    if args.tiny and "synthetic" in case:
+        out += TINY_GRAPH
+    return out + ([f"data_mirror={args.data_mirror}"] if args.data_mirror else [])
+
+
+def show(row: dict) -> None:
+    if "skipped" in row:
+        print(f"{row['case']:24s} {row['variant']:22s} skipped: {row['skipped']}", flush=True)
+        return
+    cuda = "gpu_busy_ms" in row
+    count, busy, share, top = (("kernels_per_step", "gpu_busy_ms", "gpu_busy_share",
+                                "top_kernels") if cuda else
+                               ("ops_per_step", "cpu_op_ms", "cpu_op_share", "top_ops"))
+    print(f"{row['case']:24s} {row['variant']:22s} wall {row['wall_ms']:7.3f} ms  "
+          f"{'kernels' if cuda else 'ops'} {row[count]:6.1f}  {'GPU busy' if cuda else 'in ops'} "
+          f"{row[busy]:7.3f} ms ({row[share]:.0%})", flush=True)
+    for k in row[top]:
+        print(f"    {k['ms_per_step']:7.3f} ms {k['share']:5.1%}  "
+              f"{k['kernel' if cuda else 'op'][:100]}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="dataset=cora;experiment=synthetic-arxiv-gcn")
     parser.add_argument("--models", default="gcn,sage")
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=30, help="untimed steps first")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
+    parser.add_argument("--tiny", action="store_true",
+                        help="3 steps after 3 untimed, synthetic graphs of 2,000 nodes")
     parser.add_argument("--data-mirror", default=None)
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    device = torch.device("cuda")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.steps, args.warmup = min(args.steps, 3), min(args.warmup, 3)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    device = config.resolve_device(args.device)
+    if device.type == "cpu":
+        print(CPU_NOTE, flush=True)
     rows = []
     for case in args.cases.split(";"):
         for model in args.models.split(","):
-            overrides = [case, f"data_dir={args.data_dir}", "compilation.mode=reduce-overhead"]
-            if case.startswith("dataset="):
-                overrides.append(f"model={model}")
-            elif model != "gcn":
-                overrides = [case.replace("-gcn", f"-{model}"), *overrides[1:]]
-            if args.data_mirror:
-                overrides.append(f"data_mirror={args.data_mirror}")
-            cfg = config.compose_config(overrides)
-            for variant, scope in VARIANTS.items():
-                row = {"case": f"{cfg.model.name}/{cfg.dataset.name}", "variant": variant,
-                       **measure(cfg, device, scope, args.steps)}
+            for variant, extra in VARIANTS.items():
+                cfg = config.compose_config([*overrides_of(case, model, args), *extra])
+                row = {"case": f"{cfg.model.name}/{cfg.dataset.name}", "variant": variant}
+                if variant in CUDA_ONLY and device.type != "cuda":
+                    row["skipped"] = CUDA_ONLY[variant]
+                else:
+                    row.update(measure(cfg, device, args.steps, args.warmup))
                 rows.append(row)
-                print(f"{row['case']:24s} {variant:22s} wall {row['wall_ms']:7.3f} ms  "
-                      f"kernels {row['kernels_per_step']:6.1f}  GPU busy "
-                      f"{row['gpu_busy_ms']:7.3f} ms ({row['gpu_busy_share']:.0%})", flush=True)
-                for k in row["top_kernels"]:
-                    print(f"    {k['ms_per_step']:7.3f} ms {k['share']:5.1%}  {k['kernel'][:100]}")
+                show(row)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)},
-                                        "torch": torch.__version__,
-                                        "device": torch.cuda.get_device_name(), "rows": rows},
-                                       indent=2) + "\n")
+        args.out.write_text(json.dumps({
+            "args": vars(args) | {"out": str(args.out)}, "torch": torch.__version__,
+            "activity": device.type, **({"note": CPU_NOTE} if device.type == "cpu" else {}),
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda"
+            else platform.processor() or platform.machine(), "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ checked) samples every batch, the order rotating per batch so neither always run
 a warm cache; the report adds each one's sampling time and their ratio with a bootstrap CI.
 With `--prefetch` the batch is timed as one region (wait for the batch, gather, step),
 sampling of the next batch running meanwhile (training/prefetch.py; on CUDA a side stream).
-`--no-step` times sampling only.
+`--no-step` times sampling only. `--tiny` (to check that it runs): the Cora-size synthetic
+graph, 3 batches of 64 seeds after 1 untimed, unless those flags are given.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import json
 import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -39,8 +40,10 @@ from gnnbench.training.optim import make_optimizer
 from gnnbench.training.prefetch import Prefetcher
 from gnnbench.training.sampler import DEDUP, CSRGraph, NeighborSampler
 
+TINY = {"dataset": "synthetic", "batches": 3, "warmup": 1, "batch_size": 64}
 
-def parse_args() -> argparse.Namespace:
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="synthetic-products")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -54,8 +57,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-step", action="store_true")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
+    parser.add_argument("--tiny", action="store_true", help="a small graph and a few batches")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.tiny:
+        for key, value in TINY.items():
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
     args.dedup = args.dedup.split(",")
     if not set(args.dedup) <= set(DEDUP):
         parser.error(f"--dedup takes {', '.join(DEDUP)}; got {','.join(args.dedup)}")
@@ -80,8 +88,8 @@ def same_batch(a, b) -> bool:
             and torch.equal(a.e_id, b.e_id))
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -147,6 +155,19 @@ def main() -> None:
         args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
+def epochs(batches: Iterable) -> Iterator:
+    """Batch after batch, epoch after epoch: more batches than one epoch has can be timed
+    (a small graph's train split). Every sampler starts its next epoch at the same batch,
+    so samplers of one seed keep sampling the same batches."""
+    while True:
+        empty = True
+        for batch in batches:
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError("the sampler gave no batch: no training nodes")
+
+
 def time_batches(args: argparse.Namespace, samplers: dict[str, NeighborSampler],
                  gather: Callable, step: Callable,
                  device: torch.device) -> tuple[dict[str, list[float]], list[tuple[int, int]]]:
@@ -156,9 +177,9 @@ def time_batches(args: argparse.Namespace, samplers: dict[str, NeighborSampler],
     sizes = []
     if args.prefetch:
         samples = {"batch": []}
-        it = iter(Prefetcher(samplers[args.dedup[0]], device))
+        it = epochs(Prefetcher(samplers[args.dedup[0]], device))
     else:
-        its = {d: iter(s) for d, s in samplers.items()}
+        its = {d: epochs(s) for d, s in samplers.items()}
     for i in range(args.warmup + args.batches):
         if args.prefetch:  # one region: the wait for the batch, its gather, its step
             (batch, _), t_batch = timed(lambda: (b := next(it), step(b, *gather(b))), device)

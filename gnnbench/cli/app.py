@@ -54,8 +54,9 @@ def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
         return False
     try:
         record = store.read(path)
-    except (OSError, ValueError, KeyError, TypeError):
-        return False  # unreadable: run it again, which rewrites it
+    except store.InvalidRecord as exc:
+        store.warn_skipped(exc)
+        return False  # run it again, which rewrites it
     if not store.is_final(record):
         return False
     print(f"gnnbench: kept {out_dir.name}: already {record['status']} "

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from gnnbench.records import identity
+from gnnbench.records import identity, shape
 from gnnbench.records.schema import upgrade
 
 RESULTS_FILE = "results.json"
@@ -70,37 +70,75 @@ def write(record: dict, out_dir: Path, name: str = RESULTS_FILE) -> Path:
     return path
 
 
+class InvalidRecord(ValueError):
+    """A record no reader can use: unreadable, not JSON, or not of a record's shape
+    (records.shape). `path` and `problem` make the one-line warning of whoever skips it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = path, problem
+
+
+def _load(path: Path) -> object:
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise InvalidRecord(path, "not UTF-8 text") from None
+    except OSError as exc:
+        raise InvalidRecord(path, f"cannot be read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise InvalidRecord(path, "an empty file")
+    try:
+        return json.loads(text)
+    except ValueError as exc:  # cut short, or not JSON at all
+        raise InvalidRecord(path, f"not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidRecord(path, "not JSON: nested too deep") from None
+
+
 def read(path: Path) -> dict:
-    """One record, as today's schema reads it; `_path` and `_dir` say where it came from."""
+    """One record, as today's schema reads it; `_path` and `_dir` say where it came from.
+    Raises InvalidRecord for a file that no reader could use, checked here so that no
+    reader meets one."""
     path = Path(path)
     path = path / RESULTS_FILE if path.is_dir() else path
-    record = upgrade(json.loads(path.read_text()))
+    record = _load(path)
+    found = shape.problem(record)
+    if found:
+        raise InvalidRecord(path, found)
+    record = upgrade(record)
     record["_path"], record["_dir"] = str(path), str(path.parent)
     return record
 
 
+def warn_skipped(exc: InvalidRecord) -> None:
+    """The one line said for every record skipped, wherever records are read."""
+    problem = " ".join(exc.problem.split())  # one line, whatever the problem's text holds
+    print(f"gnnbench: warning: skipping invalid record {exc.path} ({problem})",
+          file=sys.stderr, flush=True)
+
+
 def find(folders: Iterable[Path], warn: bool = True) -> list[dict]:
-    """Every readable record under `folders` (each file once), in path order. A file that
-    cannot be read is skipped with a warning naming it: one bad file never hides the rest."""
+    """Every usable record under `folders` (each file once), in path order. A file that
+    cannot be used is skipped with a warning naming it: one bad file never hides the rest.
+    `warn=False`: a caller that has just warned about these files (the same folders)."""
     paths = sorted({p.resolve() for folder in folders if Path(folder).is_dir()
                     for p in Path(folder).rglob(RESULTS_FILE)})
     records = []
     for path in paths:
         try:
             records.append(read(path))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except InvalidRecord as exc:
             if warn:
-                print(f"gnnbench: warning: skipping unreadable record {path} "
-                      f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
-                      file=sys.stderr)
+                warn_skipped(exc)
     return records
 
 
 def eager_references(folders: Iterable[Path], config: dict, device: str) -> list[dict]:
     """Finished eager runs of the same setting and seed as `config` on `device`, newest last."""
     key = identity.run_key(config, device)
-    found = [r for r in find(folders, warn=False)
-             if r["status"] == "ok" and r.get("config") and r["config"].get("compile") is False
+    found = [r for r in find(folders)
+             if r["status"] == "ok" and r["config"]["compile"] is False
              and identity.run_key(r["config"], identity.device_type(r)) == key]
     return sorted(found, key=lambda r: os.stat(r["_path"]).st_mtime)
 
@@ -111,8 +149,8 @@ def scaling_references(folders: Iterable[Path], record: dict) -> list[dict]:
     one-process runs."""
     key = identity.scaling_key(record["config"], identity.device_type(record))
     seed, variant = record["config"]["train"]["seed"], identity.variant_key(record["config"])
-    found = [r for r in find(folders, warn=False)
-             if r["status"] == "ok" and r.get("config") and identity.world_size(r["config"]) == 1
+    found = [r for r in find(folders)
+             if r["status"] == "ok" and identity.world_size(r["config"]) == 1
              and r["config"]["train"]["seed"] == seed
              and identity.variant_key(r["config"]) == variant
              and identity.scaling_key(r["config"], identity.device_type(r)) == key]

@@ -1,0 +1,122 @@
+"""Every benchmark under gnnbench/benchmarks runs: its real command line, on the CPU, in its
+tiny mode, writes the JSON it documents, with numbers where numbers belong. A benchmark
+that no test runs rots (profile_step did: a config key renamed under it, an import lost)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+from support.processes import run
+
+from gnnbench import config
+from gnnbench.benchmarks import profile_step
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENTED = sorted({line.strip().split("#")[0].strip()
+                     for doc in [REPO / "README.md", *(REPO / "results").rglob("README.md")]
+                     for line in doc.read_text().splitlines()
+                     if line.strip().startswith("python -m gnnbench.benchmarks.")})
+
+
+def bench(tmp_path: Path, name: str, *args: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    proc = run([*args, "--tiny", "--device", "cpu", "--out", str(out)], tmp_path,
+               module=f"gnnbench.benchmarks.{name}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def interval(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(map(number, value)) \
+        and value[0] <= value[1]
+
+
+def test_sampler_times_sampling_gathering_and_the_step(tmp_path):
+    out = bench(tmp_path, "sampler")
+    assert out["command"].startswith("python -m gnnbench.benchmarks.sampler")
+    assert set(out["seconds"]) == {"sample_mark", "gather", "step"}
+    for stats in [*out["seconds"].values(), out["whole_batch_s"]]:
+        assert stats["n"] == 3 and number(stats["median"]) and number(stats["iqr"])
+    assert 0 < out["sampling_share_of_batch"] < 1 and number(out["csr_build_s"])
+    assert out["batch"]["seeds"] == 64 and number(out["batch"]["median_nodes"])
+
+
+def test_the_sampler_compares_dedup_choices_with_a_ratio_ci(tmp_path):
+    out = bench(tmp_path, "sampler", "--dedup", "mark,unique", "--no-step")
+    [(name, ratio)] = out["sampling_speedup"].items()
+    assert name == "mark_vs_unique" and number(ratio["ratio"]) and interval(ratio["ci95"])
+
+
+@pytest.mark.slow
+def test_overhead_compares_a_bare_loop_with_the_runner(tmp_path):
+    out = bench(tmp_path, "overhead")
+    assert [(r["case"], r["compiled"]) for r in out["rows"]] == [("cora", False),
+                                                                 ("cora", True)]
+    for row in out["rows"]:
+        assert all(number(row[k]) for k in ("bare_epoch_ms", "runner_epoch_ms",
+                                             "overhead_pct", "round_median_overhead_pct"))
+        assert interval(row["ratio_ci95"]) and interval(row["round_median_ci95_pct"])
+        assert len(row["overhead_pct_per_round"]) == 2
+
+
+@pytest.mark.slow
+def test_limits_measures_each_part_against_eager(tmp_path):
+    out = bench(tmp_path, "limits")
+    assert "--tiny" in out["command"] and set(out["results"]) == {"epoch", "step",
+                                                                  "minibatch"}
+    for part, settings in out["results"].items():
+        [(name, result)] = settings.items()
+        rows = result["variants"]
+        assert rows["eager"]["outcome"] == "ok", (part, rows["eager"])
+        for variant, row in rows.items():
+            assert row["outcome"] == "ok", (part, name, variant, row["outcome"])
+            assert number(row["median_ms"]) and interval(row["ci95_ms"])
+            if variant != "eager":
+                assert number(row["speedup"]["speedup"])
+                assert interval(row["speedup"]["speedup_ci95"])
+
+
+@pytest.mark.slow
+def test_profile_step_profiles_cpu_ops_and_says_why_it_skips_the_captured_step(tmp_path):
+    out = bench(tmp_path, "profile_step", "--cases", "dataset=cora", "--models", "gcn")
+    assert out["activity"] == "cpu" and "no ATen ops" in out["note"]
+    rows = {r["variant"]: r for r in out["rows"]}
+    assert list(rows) == ["eager", "model reduce-overhead", "step reduce-overhead"]
+    assert "needs CUDA" in rows["step reduce-overhead"]["skipped"]
+    for variant in ("eager", "model reduce-overhead"):
+        row = rows[variant]
+        assert all(number(row[k]) and row[k] > 0 for k in (
+            "wall_ms", "profiled_wall_ms", "ops_per_step", "cpu_op_ms", "cpu_op_share"))
+        assert row["top_ops"] and all(number(op["ms_per_step"]) and op["op"].startswith(
+            "aten::") for op in row["top_ops"])
+
+
+def test_profile_step_composes_each_model_of_a_preset_case(tmp_path):
+    """The cases of the README's command: a dataset takes `model=`, a preset is swapped
+    for the model's own; --tiny shrinks only generated graphs."""
+    args = profile_step.parse_args(["--tiny", "--device", "cpu", "--data-dir", str(tmp_path)])
+    assert (args.steps, args.warmup) == (3, 3)
+    sage = config.compose_config(profile_step.overrides_of("experiment=synthetic-arxiv-gcn",
+                                                           "sage", args))
+    assert (sage.model.name, sage.dataset.name, sage.dataset.num_nodes) == (
+        "sage", "synthetic-arxiv", 2000)
+    cora = config.compose_config(profile_step.overrides_of("dataset=cora", "sage", args))
+    assert (cora.model.name, cora.dataset.name, cora.train.device) == ("sage", "cora", "cpu")
+
+
+@pytest.mark.parametrize("command", DOCUMENTED, ids=lambda c: c[len("python -m gnnbench."):])
+def test_every_documented_benchmark_command_parses_today(command):
+    """A reader copies these commands from the READMEs: each names a module that exists and
+    only flags it still takes."""
+    _, _, module, *args = shlex.split(command)
+    importlib.import_module(module).parse_args(args)
