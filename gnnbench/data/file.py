@@ -46,6 +46,19 @@ def _safe_globals() -> list:
     return [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
 
 
+def _load_weights_only(path: Path) -> object:
+    """torch.load(weights_only=True) with PyG's Data classes allowed for this load only.
+    (torch's `safe_globals` context would, on leaving, also drop what PyG itself allowed.)"""
+    serialization = torch.serialization
+    before = serialization.get_safe_globals()
+    serialization.add_safe_globals(_safe_globals())
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    finally:
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(before)
+
+
 def _fields(path: Path) -> tuple[dict, int | None]:
     """The file's arrays by name, as tensors, and the node count it states (if any)."""
     where = f"dataset.path={str(path)!r}"
@@ -63,8 +76,7 @@ def _fields(path: Path) -> tuple[dict, int | None]:
         count = fields.pop("num_nodes", None)
         return fields, int(count) if count is not None else None
     try:
-        with torch.serialization.safe_globals(_safe_globals()):
-            loaded = torch.load(path, map_location="cpu", weights_only=True)
+        loaded = _load_weights_only(path)
     except Exception as exc:  # UnpicklingError for anything but tensors and Data
         lines = [line.strip() for line in str(exc).splitlines() if "Unsupported global" in line]
         why = lines[0].split(" was not")[0].replace("WeightsUnpickler error: ", "") if lines \

@@ -72,6 +72,7 @@ def _offline(cls: type, where: str, root: Path, mirror: str | None) -> type:
 
 def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
     from hydra.utils import instantiate
+    from torch_geometric.data import Dataset
 
     cls = dataset_class(cfg)
     where = f"dataset._target_={cfg._target_}"
@@ -85,7 +86,9 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
                 _from_mirror(mirror, cls.__name__, root)
             except PermissionError as exc:
                 raise cache.not_writable(data_dir, exc) from exc
-        chosen = cls if cfg.get("download") else _offline(cls, where, root, mirror)
+        downloads = getattr(cls, "download", None) is not getattr(Dataset, "download", None)
+        chosen = _offline(cls, where, root, mirror) if downloads and not cfg.get("download") \
+            else cls
         try:
             with cache.quiet(cls.__name__):
                 dataset = chosen(**({"root": str(root)} if takes_root else {}), **kwargs)
