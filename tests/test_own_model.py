@@ -205,6 +205,12 @@ def test_own_model_from_a_users_folder(tmp_path):
     assert record["graph_break"]["user"]["file"] == str(tmp_path / "mymodel.py")
     assert record["graph_break"]["user"]["line"] == line
     assert "Data-dependent branching" in record["graph_break"]["explanation"]
+    from gnnbench.report.cli import render
+
+    markdown = render([tmp_path / "outputs" / "runs"], "own")[2]
+    assert "## Graph breaks and recompilations in your models' code" in markdown
+    assert f"mymodel.py:{line} in forward" in markdown
+    assert "- Net/cora compile-default paired: recompiled: forward (" in markdown
 
 
 @pytest.mark.slow
