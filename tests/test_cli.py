@@ -92,7 +92,7 @@ def incomplete_mirror(tmp_path: Path, mirror: Path) -> Path:
 
 
 BAD_INPUTS = [
-    (["model=gatv2"], ["gatv2", "gat, gcn, gin, sage"]),
+    (["model=gatv2"], ["gatv2", "custom, gat, gcn, gin, pyg-edgecnn"]),
     (["model=GCN"], ["'GCN'", "did you mean gcn?"]),
     (["dataset=Cora"], ["'Cora'", "did you mean cora?"]),
     (["-m", "dataset=cora,imagenet"], ["imagenet", "citeseer"]),

@@ -42,7 +42,8 @@ def test_help_is_a_page_of_our_own(tmp_path):
     variants, where results go; Hydra's help one flag away."""
     proc = run(["--help"], tmp_path)
     assert proc.returncode == 0 and "powered by Hydra" not in proc.stdout
-    for text in ("usage:", "gnnbench report DIR", "model=      gat, gcn, gin, sage",
+    for text in ("usage:", "gnnbench report DIR",
+                 "model=      custom, gat, gcn, gin, pyg-edgecnn, pyg-gat, pyg-gcn, pyg-gin",
                  "variant=    default, eager", "experiment= arxiv-gcn", "outputs/runs/",
                  "hydra.sweep.dir=", "train.paired=true"):
         assert text in proc.stdout, text

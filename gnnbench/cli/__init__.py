@@ -42,6 +42,7 @@ def main() -> None:
 
     from gnnbench.cli import app, callbacks
 
+    _launch_dir_importable()
     _quiet_other_ranks()
     interrupts.install()
     try:
@@ -58,6 +59,18 @@ def main() -> None:
                            1)
         raise
     _exit_status()
+
+
+def _launch_dir_importable() -> None:
+    """A model of the user's own (`model._target_=mymodel.Net`) is imported from the
+    directory gnnbench is launched from. `python -m gnnbench` puts that directory on the
+    import path, the `gnnbench` console script does not: it is added, last, so that it never
+    hides an installed package. (Hydra does not change the working directory.)"""
+    import os
+
+    launched = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == launched for p in sys.path):
+        sys.path.append(launched)
 
 
 def _quiet_other_ranks() -> None:

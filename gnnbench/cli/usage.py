@@ -22,6 +22,9 @@ common commands:
   gnnbench -m experiment=reference                 the reference sweep (GPU-sized)
   gnnbench model=sage dataset=cora compile=true train.paired=true
                                                    eager twin in the same process: speedup at once
+  gnnbench model=custom model._target_=mymodel.Net dataset=file dataset.path=mygraph.pt
+                                                   your own nn.Module on your own graph (README,
+                                                   "Benchmark your own model"; examples/)
 
 scaling out (README, "Scaling out"):
   gnnbench -m hydra/launcher=gpu-pool experiment=reference     one job per GPU of this host

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gnnbench.config import sources
 from gnnbench.config.errors import ConfigError
 from gnnbench.config.naming import run_name
 from gnnbench.config.validate import pool_size
@@ -59,6 +60,14 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("gnnbench_pool_size", pool_size)
     if not OmegaConf.has_resolver("gnnbench_gpu_count"):
         OmegaConf.register_new_resolver("gnnbench_gpu_count", gpu_count)
+    # Models and datasets that are not gnnbench's own (conf/model/custom.yaml, conf/dataset/
+    # pyg.yaml, file.yaml): their names, and the content hash that identifies a saved graph.
+    for name, fn in (("gnnbench_target_name", sources.target_name),
+                     ("gnnbench_pyg_dataset_name", sources.pyg_dataset_name),
+                     ("gnnbench_file_name", sources.file_name),
+                     ("gnnbench_file_sha256", sources.file_sha256)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
 
 
 def gpu_count() -> int:
@@ -112,13 +121,25 @@ def _leaf_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     return keys
 
 
+def _open_prefixes(cfg: DictConfig) -> tuple[str, ...]:
+    """Where any key may be added: the options of a model class that is not gnnbench's
+    (passed to its constructor) and a PyG dataset's keyword arguments (`dataset.args`)."""
+    found = []
+    if sources.is_foreign(cfg.model.get("_target_")):
+        found.append("model.")
+    if isinstance(cfg.dataset.get("args"), DictConfig):
+        found.append("dataset.args.")
+    return tuple(found)
+
+
 def check_overrides(argv: list[str]) -> None:
     """One check for every command-line override before Hydra sees it, so each mistake is
     one line naming the value and the choices (Hydra's own errors run to several lines, and
     a typo added with `+` would otherwise be accepted and ignored):
 
     - a group option that does not exist (`model=gat`, `dataset=Cora`, also in a sweep list);
-    - a key gnnbench does not read (`train.epoch=5`, `+train.epoch=5`), with the closest key;
+    - a key gnnbench does not read (`train.epoch=5`, `+train.epoch=5`), with the closest key
+      (a foreign model's own options and a PyG dataset's `args` take any key, added with +);
     - `+key` for a key that exists (Hydra refuses to add it twice: drop the `+`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -150,7 +171,8 @@ def check_overrides(argv: list[str]) -> None:
     # The keys a run reads depend on the groups chosen (model.aggr exists for sage only):
     # check against each combination the command asks for (a few at most in practice).
     for combination in list(itertools.product(*picks))[:16]:
-        known = set(_leaf_keys(compose_config(list(combination))))
+        composed = compose_config(list(combination))
+        known, open_to = set(_leaf_keys(composed)), _open_prefixes(composed)
         where = f" with {' '.join(combination)}" if combination else ""
         for override in keyed:
             key, added = override.key_or_group, override.is_add() or override.is_force_add()
@@ -158,6 +180,11 @@ def check_overrides(argv: list[str]) -> None:
                 if override.is_add():
                     raise ConfigError(f"+{key} adds a key that exists; set it without the "
                                       f"'+': {override.input_line.lstrip('+')}")
+                continue
+            if key.startswith(open_to):  # a foreign class's own option: any name goes
+                if not added:
+                    raise ConfigError(f"{key} is a new option of the class{where}; add it "
+                                      f"with a '+': +{override.input_line}")
                 continue
             parent, _, leaf = key.rpartition(".")
             siblings = sorted({k.rpartition(".")[2] for k in known

@@ -56,16 +56,19 @@ def validate(cfg: DictConfig) -> None:
     choice("train.sampler", train.sampler, SAMPLERS)
     if train.batching == "neighbor":
         fanouts = list(train.fanouts)
-        require(len(fanouts) == cfg.model.num_layers and all(
+        # A model of the user's own may have no num_layers: its fan-outs are the hops to
+        # sample around each seed.
+        layers = cfg.model.get("num_layers", len(fanouts))
+        require(len(fanouts) == layers and len(fanouts) > 0 and all(
             isinstance(f, int) and (f > 0 or f == -1) for f in fanouts),
             f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
-            f"(model.num_layers={cfg.model.num_layers})")
+            f"(model.num_layers={layers})")
         integer("train.batch_size", train.batch_size, 1)
         integer("train.eval_chunk", train.eval_chunk, 1)
         require(not train.paired, "train.paired=true needs train.batching=full")
         choice("train.prefetch", train.get("prefetch", False), (False, True))
         choice("train.pad_batches", train.get("pad_batches", False), (False, True))
-        require(not (train.get("pad_batches") and cfg.model.batch_norm),
+        require(not (train.get("pad_batches") and cfg.model.get("batch_norm", False)),
                 "train.pad_batches=true needs model.batch_norm=false (batch norm would see "
                 "the padding rows)")
     _validate_distributed(cfg)

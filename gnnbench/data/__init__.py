@@ -1,6 +1,8 @@
-"""Datasets, chosen by the loader their config names (`dataset._target_`): adding a dataset
-family is one YAML file per dataset plus one `load(cfg, data_dir, mirror, device)` function.
-Every loader returns x, y, edge_index, splits, num_classes, accuracy and info."""
+"""Datasets, chosen by the loader their config names (`dataset._target_`, or `dataset.loader`
+where `_target_` names something else: a PyG dataset class): adding a dataset family is one
+YAML file per dataset plus one `load(cfg, data_dir, mirror, device)` function, and
+optionally a `validate(cfg)` beside it. Every loader returns x, y, edge_index, splits,
+num_classes, accuracy and info."""
 
 from __future__ import annotations
 
@@ -20,16 +22,22 @@ __all__ = ["Task", "load_task", "loader", "simple_accuracy", "validate"]
 def loader(cfg: DictConfig) -> Callable[..., dict]:
     from hydra.utils import get_method
 
-    target = cfg.get("_target_")
+    key = "loader" if cfg.get("loader") else "_target_"
+    target = cfg.get(key)
     try:
         return get_method(target)
     except Exception as exc:
-        raise ConfigError(f"dataset._target_={target!r} is not an importable loader; "
+        raise ConfigError(f"dataset.{key}={target!r} is not an importable loader; "
                           f"pick a dataset from: {', '.join(group_choices('dataset'))}") from exc
 
 
 def validate(cfg: DictConfig) -> None:
-    loader(cfg)
+    """The loader exists, and its module's own `validate(cfg)`, if it has one, passes."""
+    import sys
+
+    check = getattr(sys.modules.get(loader(cfg).__module__), "validate", None)
+    if callable(check):
+        check(cfg)
 
 
 def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,

@@ -1,6 +1,7 @@
 """What dynamo and Inductor did in one run, read from the run itself: graphs and graph
-breaks from dynamo's counters, each recompilation and the guard that failed from its
-`recompiles` log, and whether Inductor recorded or skipped CUDA graphs (and why).
+breaks from dynamo's counters, where each break happened (the user's file and line) from
+its `graph_breaks` log, each recompilation and the guard that failed from its `recompiles`
+log, and whether Inductor recorded or skipped CUDA graphs (and why).
 
 Counters are process-global and cumulative, so a run's figures are the difference between
 their values after and before it (a sweep runs many jobs in one process). Together with
@@ -16,7 +17,10 @@ from collections import Counter
 
 import torch
 
+from gnnbench.measure import sites
+
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+_GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
 _CUDAGRAPHS_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
 # Dynamo's DDP optimizer (a compiled DistributedDataParallel model) logs, at INFO, how many
 # gradient buckets, hence subgraphs, it split each graph into.
@@ -81,6 +85,12 @@ class DynamoRecorder:
         from torch._dynamo.utils import counters
 
         reset()
+        try:  # dynamo logs a break's stack once per process; each run wants its own
+            from torch._dynamo.utils import reset_graph_break_dup_checker
+
+            reset_graph_break_dup_checker()
+        except ImportError:
+            pass
         self._counters = counters
         self._before = {group: Counter(copy.deepcopy(dict(counters[group])))
                         for group in ("stats", "graph_break", "inductor", "aot_autograd")}
@@ -89,15 +99,16 @@ class DynamoRecorder:
         # Recompiles must be switched on to be logged; Inductor's CUDA-graph skips are
         # warnings, logged anyway: only collected here (switching the `cudagraphs` artifact on
         # would also print every recording of a cudagraph tree).
-        torch._logging.set_logs(recompiles=True)
-        for name in (_RECOMPILES_LOGGER, _CUDAGRAPHS_LOGGER, _DDP_LOGGER):
+        torch._logging.set_logs(recompiles=True, graph_breaks=True)
+        for name in (_RECOMPILES_LOGGER, _GRAPH_BREAKS_LOGGER, _CUDAGRAPHS_LOGGER, _DDP_LOGGER):
             logger = logging.getLogger(name)
             handler = _Collect()
             self._handlers[name] = handler
             # Collected here, not printed: the run's record holds them.
             self._saved[name] = (logger.propagate, logger.level, logger.handlers[:])
             logger.propagate = False
-            logger.handlers = [*(logger.handlers if name != _DDP_LOGGER else []), handler]
+            logger.handlers = [*(logger.handlers if name not in (_DDP_LOGGER, _GRAPH_BREAKS_LOGGER)
+                                 else []), handler]
         logging.getLogger(_DDP_LOGGER).setLevel(logging.INFO)
         return self
 
@@ -137,10 +148,19 @@ class DynamoRecorder:
             "graph_break_reasons": [
                 {"reason": reason.strip(), "count": int(count)} for reason, count in breaks.items()
             ],
+            # Where: each place and reason once, with the user's frame and dynamo's text.
+            "graph_break_sites": self.graph_break_sites(),
             "recompiles": len(recompiles),
             "recompile_reasons": recompiles,
+            "recompile_sites": [site for m, r in zip(self._handlers[_RECOMPILES_LOGGER].messages,
+                                                     recompiles, strict=True)
+                                if (site := sites.recompile(m, r)) is not None],
             "cache": self.cache(),
         }
+
+    def graph_break_sites(self) -> list[dict]:
+        found = [sites.graph_break(m) for m in self._handlers[_GRAPH_BREAKS_LOGGER].messages]
+        return sites.merge([s for s in found if s is not None])
 
     def cache(self) -> dict:
         """Lookups in the compile caches (Inductor's FX-graph cache and AOTAutograd's): all
@@ -172,7 +192,8 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
 
     first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
     if isinstance(exc, dynamo_exc.Unsupported):
-        return "graph_break", first_line.strip()
+        site = sites.from_exception(exc)
+        return "graph_break", f"{site['reason']} at {sites.where(site)}"
     inductor_error: tuple[type, ...] = ()
     try:
         from torch._inductor.exc import InductorError
@@ -194,3 +215,13 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
                                      f"{type(inner).__name__}: {cause.strip()}")
         return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
     return None
+
+
+def graph_break_site(exc: BaseException) -> dict | None:
+    """A graph break that failed a fullgraph=True run: the user's file and line, the
+    frames dynamo traced, and dynamo's explanation (None for any other failure)."""
+    from torch._dynamo import exc as dynamo_exc
+
+    if not isinstance(exc, dynamo_exc.Unsupported):
+        return None
+    return sites.from_exception(exc)

@@ -1,10 +1,11 @@
 """What makes two runs comparable. A *setting* is everything that changes what is measured
 (model, dataset, training, and the device type), and nothing that does not (where the data
-is cached, W&B, Hydra's folders, which GPU of a host). Its *variant* is how it is compiled.
-A run is a setting, a variant and a seed: an eager run of the same setting (and seed) is a
-compiled run's reference, on any host, under any launcher, in any order. How many ranks
-(GPUs) train a DDP run is part of its setting; the same setting on one rank is its scaling
-reference (`scaling_key`)."""
+is cached, W&B, Hydra's folders, which GPU of a host); a model or dataset class outside
+gnnbench is identified by its `_target_` and options, a saved graph by its content hash.
+Its *variant* is how it is compiled. A run is a setting, a variant and a seed: an eager run
+of the same setting (and seed) is a compiled run's reference, on any host, under any
+launcher, in any order. How many ranks (GPUs) train a DDP run is part of its setting; the
+same setting on one rank is its scaling reference (`scaling_key`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 from collections.abc import Mapping
 
 from gnnbench.config import variant_label
+from gnnbench.config.sources import is_foreign
 
 # Top-level config keys that say where things are or how they are reported, not what is
 # measured. A new key is part of a setting unless it is listed here.
@@ -25,6 +27,9 @@ VARIANT_KEYS = ("compile", "compiler", "capture")
 NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
 # How many processes train it: a DDP run and its one-GPU reference differ only here.
 SCALE_KEYS = ("distributed", "world_size", "dist_backend")
+# dataset.path: where a saved graph lies (its content hash, dataset.sha256, identifies it);
+# dataset.download: whether PyG may fetch missing files; dataset.loader: gnnbench's code.
+NOT_MEASURED_DATASET = ("path", "download", "loader")
 
 
 def device_type(record: Mapping) -> str:
@@ -35,10 +40,13 @@ def device_type(record: Mapping) -> str:
 
 
 def _without_private(value: object) -> object:
-    """Drop keys like Hydra's `_target_`: they name the code that reads a group (the group's
-    `name` already identifies it), not a measured setting."""
+    """Drop keys like Hydra's `_target_` where they name gnnbench's code that reads a group
+    (the group's `name` already identifies it). A `_target_` outside gnnbench (a user's
+    model class, a PyG dataset or transform) is what is measured: it stays."""
     if isinstance(value, Mapping):
-        return {k: _without_private(v) for k, v in value.items() if not str(k).startswith("_")}
+        return {k: _without_private(v) for k, v in value.items()
+                if not str(k).startswith("_") or (k == "_target_" and is_foreign(v)
+                                                  and v is not None)}
     return value
 
 
@@ -47,6 +55,9 @@ def setting(config: Mapping, device: str) -> dict:
     kept = {k: _without_private(v) for k, v in config.items()
             if k not in NOT_MEASURED and k not in VARIANT_KEYS}
     kept["train"] = {k: v for k, v in kept["train"].items() if k not in NOT_MEASURED_TRAIN}
+    if isinstance(kept.get("dataset"), Mapping):
+        kept["dataset"] = {k: v for k, v in kept["dataset"].items()
+                           if k not in NOT_MEASURED_DATASET}
     kept["device_type"] = device
     return kept
 

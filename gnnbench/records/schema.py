@@ -27,7 +27,13 @@ from omegaconf import DictConfig, OmegaConf
 #    norm, so GIN on the arxiv-size presets is a different setting from version 4's);
 #    `accuracy.chance` (the test split's majority-class share) and `accuracy.near_chance`
 #    (the run did not learn); older records were not judged.
-SCHEMA_VERSION = 5
+# 6: models and datasets that are not gnnbench's own (model=custom, pyg-*; dataset=pyg,
+#    file): a `_target_` outside gnnbench and a saved graph's `dataset.sha256` are part of
+#    the setting (its path is not); `compile.graph_break_sites` and
+#    `compile.recompile_sites` (the file and line of each break and recompilation), and
+#    `graph_break` (the user's frame and dynamo's explanation) where a break failed the run.
+#    No key of an existing group was added: earlier records read as before.
+SCHEMA_VERSION = 6
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -68,6 +74,7 @@ def new_record(cfg: DictConfig) -> dict:
         "stability": None,
         "distributed": None,
         "scaling": None,
+        "graph_break": None,
         "epochs": [],
     }
 
@@ -106,5 +113,7 @@ def upgrade(record: dict) -> dict:
     if version < 4:
         record.setdefault("distributed", None)  # one process trained it
         record.setdefault("scaling", None)
+    if version < 6:
+        record.setdefault("graph_break", None)  # not recorded
     return record
 

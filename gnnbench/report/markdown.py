@@ -4,7 +4,7 @@ should not be quoted without a second look."""
 from __future__ import annotations
 
 from gnnbench.records.compare import run_stability
-from gnnbench.report import header
+from gnnbench.report import header, sites
 from gnnbench.report.headline import overhead_cell, speedup_cell
 from gnnbench.report.rows import groups, stability_warnings, variant_cell
 from gnnbench.report.summary import PAIRED_EPOCH
@@ -178,6 +178,9 @@ def report_markdown(title: str, runs: list[dict], rows: list[dict]) -> str:
     scaling = scaling_markdown(rows)
     if scaling:
         parts.append(scaling)
+    where = sites.report_section(rows, members)
+    if where:
+        parts.append(where)
     if listed:
         parts.append("## Timing stability warnings\n\n"
                      "Quote these rows' times and speedups with care (README, \"Timing "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gnnbench.config import variant_label
+from gnnbench.report import sites
 
 # Why a paired run has no whole-epoch speedup: the console and the report say it alike.
 PAIRED_EPOCH = "an epoch of a paired run holds both models' work"
@@ -55,6 +56,7 @@ def format_summary(result: dict, where: str | None = None) -> str:
                        f"{c['expected_why']})")
         lines.append(f"  dynamo: {c['graphs']} graph(s), {breaks}, "
                      f"{c['recompiles']} recompilation(s); CUDA graphs: {result['cuda_graphs']}")
+    lines += sites.run_lines(result)  # a model of the user's own: where, in its code
     if result.get("accuracy"):
         a = result["accuracy"]
         lines.append(f"  accuracy: test {a['test_at_best_val']:.4f} at best val "

@@ -30,7 +30,13 @@ def validate(cfg: DictConfig) -> None:
     models.validate(cfg.model)
     data.validate(cfg.dataset)
     compilation.validate(cfg.compiler)
-    if cfg.get("graph", {}).get("layout") == "csr-op":
+    layout = cfg.get("graph", {}).get("layout", "coo")
+    if models.foreign_model(cfg.model):
+        config.require(layout not in ("csr", "csr-op"),
+                       f"graph.layout={layout} needs gnnbench's own layers (model=gcn, sage, "
+                       f"gat, gin); model {cfg.model.name} is not one: choose one of: coo, "
+                       "edge_index")
+    elif layout == "csr-op":
         config.require(models.csr_aggregation(cfg.model) is not None,
                        f"graph.layout=csr-op aggregates by one SpMM: it supports gcn "
                        f"(normalize=precompute) and sage (aggr=mean), not "

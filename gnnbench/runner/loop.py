@@ -157,6 +157,8 @@ def record_failure(record: dict, exc: Exception) -> None:
     else:
         record["status"], record["reason"] = dynamo.classify_failure(exc) or (
             "error", one_line(exc))
+        if record["status"] == "graph_break":  # where, in the model's code, and dynamo's why
+            record["graph_break"] = dynamo.graph_break_site(exc)
     record["traceback"] = traceback.format_exc()
 
 

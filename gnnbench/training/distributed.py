@@ -17,7 +17,6 @@ from omegaconf import DictConfig
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
-from gnnbench import models
 from gnnbench.data import Task
 from gnnbench.training.epochs import Trainer, Variant
 
@@ -85,7 +84,7 @@ class DistributedTrainer(Trainer):
         self.batching.update(world_size=self.world_size, seeds_per_rank=int(
             self.train_seeds()[0].numel()))
 
-    def wrap(self, model: models.GNN) -> torch.nn.Module:
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         """DDP broadcasts rank 0's initial weights, then all-reduces gradients in buckets."""
         ids = [self.device] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids)

@@ -28,7 +28,7 @@ class Variant:
 
     prefix: str
     forward: Callable[..., Tensor]  # the model itself or its compiled wrapper
-    model: models.GNN
+    model: torch.nn.Module  # a models.GNN, or a models.Foreign around the user's module
     optimizer: torch.optim.Optimizer
     step: Callable[..., Tensor] | None = None  # scope=step: the compiled whole step
 
@@ -55,6 +55,9 @@ class Trainer:
             device)
         self.graph = {"layout": layout, "convert_s": convert_s}
         model = models.build_model(cfg.model, task.num_features, task.num_classes).to(device)
+        self.foreign = isinstance(model, models.Foreign)  # a model of the user's own (or PyG's)
+        if self.foreign:  # its contract, checked before anything trains
+            model.probe(task.x, *self.coo, task.num_classes, cfg.model._target_)
         self.trained = self.wrap(model)  # what is called (and compiled) to train
         captured = bool(cfg.get("capture")) and not cfg.compile  # the eager step as one graph
         whole_step = (cfg.compile and cfg.compiler.scope in ("step", "epoch")) or captured
@@ -68,8 +71,7 @@ class Trainer:
         # (or captured) model, epochs interleaved, so both see the same machine state.
         paired = cfg.train.paired and (cfg.compile or captured)
         twin = copy.deepcopy(model) if paired else None
-        forward = (compilation.compile_model(self.trained, cfg.compiler) if cfg.compile
-                   else self.trained)
+        forward = self._compiled(model) if cfg.compile else self.trained
         self.captured: compilation.CapturedStep | None = None
         step = None
         if whole_step:
@@ -89,9 +91,16 @@ class Trainer:
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
 
-    def wrap(self, model: models.GNN) -> torch.nn.Module:
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         """The module training calls: the model itself (DDP wraps it)."""
         return model
+
+    def _compiled(self, model: torch.nn.Module) -> Callable[..., Tensor]:
+        """torch.compile of what trains; for a foreign model, of the user's module itself,
+        as its author would compile it, so dynamo's reports name the user's code."""
+        if self.foreign and self.trained is model:
+            return model.with_compiled(compilation.compile_model(model.model, self.cfg.compiler))
+        return compilation.compile_model(self.trained, self.cfg.compiler)
 
     def agree(self, value: int) -> int:
         """The largest `value` any process of the run holds: a decision to stop (a signal)
@@ -107,7 +116,7 @@ class Trainer:
                 return False
         return True
 
-    def _whole_step(self, model: models.GNN, optimizer: torch.optim.Optimizer) -> Callable:
+    def _whole_step(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Callable:
         """scope=step: forward+loss and Adam compiled; on CUDA with a full batch under a
         CUDA-graph mode, the whole step captured as one graph."""
         full = self.cfg.train.batching == "full"
@@ -123,7 +132,7 @@ class Trainer:
             self.captured = step = compilation.CapturedStep(step)
         return step
 
-    def _set_up_epoch_metrics(self, model: models.GNN) -> None:
+    def _set_up_epoch_metrics(self, model: torch.nn.Module) -> None:
         """scope=epoch: the eval forward and the epoch's metrics as one compiled function, on
         CUDA captured as a second graph (it reads the step's loss where the captured step
         leaves it), copied to the host in one transfer per epoch."""
@@ -140,7 +149,7 @@ class Trainer:
         self._host = torch.empty(4, pin_memory=pinned)
         self._sizes = [idx.numel() for idx in task.splits.values()]
 
-    def _captured_eager_step(self, model: models.GNN,
+    def _captured_eager_step(self, model: torch.nn.Module,
                              optimizer: torch.optim.Optimizer) -> Callable:
         """capture=true without compile: the eager step (PyTorch's own kernels, Adam with its
         state on the device) replayed as one CUDA graph, so launch savings can be told apart
@@ -226,6 +235,8 @@ class Trainer:
                 self.csr, seeds, train.fanouts, train.batch_size, shuffle=True, seed=seed)
         self.batching = {"mode": "neighbor", "sampler": kind, "fanouts": list(train.fanouts),
                          "batch_size": train.batch_size, "batches_per_epoch": len(self.batches)}
+        if self.foreign:  # no layers to apply one at a time: the model on sampled subgraphs
+            self.batching["inference"] = "sampled subgraphs"
         # Padding to a few bucket shapes lets a compiled step (and its CUDA graphs) see few
         # shapes; prefetching samples and gathers the next batch while this one trains.
         self.buckets = (buckets.Buckets.for_sampler(self.batches)
@@ -270,6 +281,10 @@ class Trainer:
 
         def predict() -> Tensor:
             with autocast(self.precision, self.device):
+                if self.foreign:
+                    return steps.sampled_predict(v.model, task.x, self.csr, self.coo[1],
+                                                 self.cfg.train.fanouts,
+                                                 self.cfg.train.eval_chunk, self.cfg.train.seed)
                 return steps.layerwise_predict(v.model, task.x, self.csr, self.coo[1],
                                                self.cfg.train.eval_chunk)
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gnnbench.data import Task
-from gnnbench.training.sampler import CSRGraph, sample_neighbors
+from gnnbench.training.sampler import CSRGraph, NeighborSampler, sample_neighbors
 
 
 def train_step(forward: Callable[..., Tensor], model: torch.nn.Module,
@@ -88,6 +88,24 @@ def layerwise_predict(model: torch.nn.Module, x: Tensor, graph: CSRGraph,
             parts.append(model.layer(i, h[hop.n_id], hop.edge_index, weight)[: nodes.numel()])
         h = torch.cat(parts)
     return h.argmax(dim=-1)
+
+
+@torch.no_grad()
+def sampled_predict(model: torch.nn.Module, x: Tensor, graph: CSRGraph,
+                    edge_weight: Tensor | None, fanouts: list[int], chunk_size: int,
+                    seed: int) -> Tensor:
+    """Inference for a model without gnnbench's layers (no layer-wise pass): the model on
+    a sampled subgraph around each chunk of nodes, with the training fan-outs and a fixed
+    seed, so every epoch evaluates on the same subgraphs."""
+    model.eval()
+    nodes = torch.arange(graph.num_nodes, device=x.device)
+    batches = NeighborSampler(graph, nodes, fanouts, chunk_size, seed=seed)
+    parts = []
+    for batch in batches:
+        weight = edge_weight[batch.e_id] if edge_weight is not None else None
+        out = model(x[batch.n_id], batch.edge_index, weight)[: batch.batch_size]
+        parts.append(out.argmax(dim=-1))
+    return torch.cat(parts)
 
 
 def epoch_metrics(forward: Callable[..., Tensor], model: torch.nn.Module, task: Task,
