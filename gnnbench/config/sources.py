@@ -13,10 +13,26 @@ OWN = "gnnbench."
 _HASHES: dict[tuple[str, int, int], str] = {}
 
 
+_NATIVE: dict[str, bool] = {}
+
+
 def is_foreign(target: object) -> bool:
     """Whether a `_target_` names code outside gnnbench (a user's class, PyG's): such a
-    target is what is measured, not just the code that reads a group."""
-    return not (isinstance(target, str) and target.startswith(OWN))
+    target is what is measured, not just the code that reads a group. A subclass of
+    gnnbench's own model base that lives elsewhere (`gnnbench_native`) is gnnbench's kind
+    of model, built and read as one."""
+    if isinstance(target, str) and target.startswith(OWN):
+        return False
+    if not isinstance(target, str):
+        return True
+    if target not in _NATIVE:
+        try:
+            from hydra.utils import get_class
+
+            _NATIVE[target] = bool(getattr(get_class(target), "gnnbench_native", False))
+        except Exception:  # not importable here (a record read elsewhere): the user's code
+            _NATIVE[target] = False
+    return not _NATIVE[target]
 
 
 def target_name(target: object, default: str = "custom") -> str:

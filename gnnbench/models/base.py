@@ -22,6 +22,7 @@ class GNN(nn.Module):
     """
 
     uses_edge_weight = False  # whether the convolution takes per-edge weights
+    gnnbench_native = True  # built from the model group as a whole, wherever it is defined
 
     def __init__(self, cfg: DictConfig, in_channels: int, out_channels: int) -> None:
         super().__init__()

@@ -153,8 +153,13 @@ def _pays_back(pairs: list[tuple[dict, dict | None]], paired: bool) -> dict:
             for state, ats in found.items()}
 
 
-def _by_seed(runs: list[dict]) -> dict[int, dict]:
-    return {r["config"]["train"]["seed"]: r for r in runs}
+def _seed(run: dict) -> object:
+    """The run's seed; its name where the record has no config (then it pairs with none)."""
+    return ((run.get("config") or {}).get("train") or {}).get("seed", run.get("name"))
+
+
+def _by_seed(runs: list[dict]) -> dict[object, dict]:
+    return {_seed(r): r for r in runs}
 
 
 def _end_to_end(eager: dict[int, dict], compiled: dict[int, dict]) -> dict | None:
@@ -196,7 +201,7 @@ def compare(eager: list[dict], compiled: list[dict]) -> dict | None:
                    ", ".join(r["name"] for r in eager), [r.get("_dir") for r in eager])
     out["per_run"] = per_run_ratios({s: steady_steps(r) for s, r in eager_by_seed.items()},
                                     {s: steady_steps(r) for s, r in compiled_by_seed.items()})
-    out["pays_back"] = _pays_back([(c, eager_by_seed.get(c["config"]["train"]["seed"],
+    out["pays_back"] = _pays_back([(c, eager_by_seed.get(_seed(c),
                                                         eager[-1])) for c in compiled],
                                   paired=False)
     out["end_to_end"] = _end_to_end(eager_by_seed, compiled_by_seed)
