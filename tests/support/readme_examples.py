@@ -76,7 +76,8 @@ def write(readme: Path, made: dict[str, str]) -> None:
     if missing:
         raise SystemExit(f"{readme} has no block for: {', '.join(sorted(missing))}")
     readme.write_text(BLOCK.sub(lambda m: f"<!-- example:{m['name']} -->\n"
-                                          f"{made[m['name']]}<!-- example:end -->", text))
+                                          f"{made.get(m['name'], m['body'])}"
+                                          "<!-- example:end -->", text))
 
 
 def main() -> None:
