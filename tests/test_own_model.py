@@ -54,6 +54,8 @@ def user_dir(tmp_path, monkeypatch) -> Path:
     folder.mkdir()
     shutil.copy(EXAMPLE, folder / "mymodel.py")
     monkeypatch.syspath_prepend(str(folder))
+    # An earlier test's copy (another folder) must not answer `import mymodel` here.
+    monkeypatch.delitem(sys.modules, "mymodel", raising=False)
     return folder
 
 

@@ -78,11 +78,11 @@ def test_models_datasets_modes_sweep(tmp_path, read_only_mirror, data_dir):
 
     runs = [read_run(path) for path in find_runs(root)]
     benchmark = [w for w in runs if w.job_type == "benchmark"]
-    assert len(benchmark) == 2 * 2 * 3 + 2 * 3  # every job that ran; none for skipped ones
+    # Every job that ran; none for skipped ones, nor for PubMed's: a dataset with no files
+    # is bad input, recorded in results.json and the report, never a W&B run named like one.
+    assert len(benchmark) == 2 * 2 * 3
+    assert all(w.summary["status"] == "ok" and w.exit_code == 0 for w in benchmark)
     assert {w.group for w in runs} == {root.name}
-    for w in benchmark:
-        expected = 0 if w.summary["status"] == "ok" else 1
-        assert w.exit_code == expected
     [report_run] = [w for w in runs if w.job_type == "report"]
     assert len(report_run.tables["comparison"]) == len(rows)
 
