@@ -56,6 +56,47 @@ def git_blob_sha1(path: Path) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def _safe_globals() -> list:
+    """PyG's Data and the storage classes it pickles with: data, never code."""
+    from torch_geometric.data import Data
+    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.storage import GlobalStorage
+
+    return [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
+
+
+def load_weights_only(path: Path, *, mmap: bool = False) -> object:
+    """torch.load(weights_only=True) with PyG's Data classes allowed for this load only.
+    (torch's `safe_globals` context would, on leaving, also drop what PyG itself allowed.)"""
+    import torch
+
+    serialization = torch.serialization
+    before = serialization.get_safe_globals()
+    serialization.add_safe_globals(_safe_globals())
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+    finally:
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(before)
+
+
+def drop_unsafe_processed(root: Path) -> None:
+    """PyG loads a processed file with weights_only=True and, when that fails, loads it again
+    unrestricted: a crafted `processed/*.pt` would run its code. Each one under `root` is
+    first opened as plain data (memory-mapped: no tensor is read); a `processed` folder
+    with any that is not is deleted, so the dataset is made again from its raw files."""
+    for processed in sorted({p.parent for p in root.rglob("processed/*.pt")}):
+        for f in sorted(processed.glob("*.pt")):
+            try:
+                load_weights_only(f, mmap=True)
+            except Exception as exc:  # anything but plain tensors and PyG's data classes
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                warn(f"{f} is not plain data ({reason[:160]}); it is not loaded: "
+                     "processing again from the raw files")
+                shutil.rmtree(processed, ignore_errors=True)
+                break
+
+
 def not_writable(data_dir: Path, exc: OSError) -> ConfigError:
     return ConfigError(f"data_dir={str(data_dir)!r} is not writable ({exc.strerror or exc}); "
                        "point data_dir at a writable folder")

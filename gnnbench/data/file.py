@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 from gnnbench.config import ConfigError, integer, require
 from gnnbench.config.sources import file_sha256
-from gnnbench.data import graph
+from gnnbench.data import cache, graph
 
 
 def path_of(cfg: DictConfig) -> Path:
@@ -35,28 +35,6 @@ def validate(cfg: DictConfig) -> None:
     graph.validate_split(cfg)
     if cfg.get("num_classes") is not None:
         integer("dataset.num_classes", cfg.num_classes, 1)
-
-
-def _safe_globals() -> list:
-    """PyG's Data and the storage classes it pickles with: data, never code."""
-    from torch_geometric.data import Data
-    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import GlobalStorage
-
-    return [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
-
-
-def _load_weights_only(path: Path) -> object:
-    """torch.load(weights_only=True) with PyG's Data classes allowed for this load only.
-    (torch's `safe_globals` context would, on leaving, also drop what PyG itself allowed.)"""
-    serialization = torch.serialization
-    before = serialization.get_safe_globals()
-    serialization.add_safe_globals(_safe_globals())
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    finally:
-        serialization.clear_safe_globals()
-        serialization.add_safe_globals(before)
 
 
 def _fields(path: Path) -> tuple[dict, int | None]:
@@ -76,7 +54,7 @@ def _fields(path: Path) -> tuple[dict, int | None]:
         count = fields.pop("num_nodes", None)
         return fields, int(count) if count is not None else None
     try:
-        loaded = _load_weights_only(path)
+        loaded = cache.load_weights_only(path)
     except Exception as exc:  # UnpicklingError for anything but tensors and Data
         lines = [line.strip() for line in str(exc).splitlines() if "Unsupported global" in line]
         why = lines[0].split(" was not")[0].replace("WeightsUnpickler error: ", "") if lines \

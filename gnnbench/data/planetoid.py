@@ -146,6 +146,7 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
     with cache.locked(data_dir, name):
         ensure_raw(name, data_dir, mirror)
         processed = data_dir / name / "processed"
+        cache.drop_unsafe_processed(data_dir / name)
         try:
             data = _processed(data_dir, name)
         except PermissionError as exc:

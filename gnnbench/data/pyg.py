@@ -86,6 +86,8 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
                 _from_mirror(mirror, cls.__name__, root)
             except PermissionError as exc:
                 raise cache.not_writable(data_dir, exc) from exc
+        if root.is_dir():
+            cache.drop_unsafe_processed(root)
         downloads = getattr(cls, "download", None) is not getattr(Dataset, "download", None)
         chosen = _offline(cls, where, root, mirror) if downloads and not cfg.get("download") \
             else cls
