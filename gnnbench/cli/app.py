@@ -46,6 +46,17 @@ def _skip_if_repeat(cfg: DictConfig, out_dir: Path, sweep_dir: Path) -> bool:
     return True
 
 
+def _valid(cfg: DictConfig) -> bool:
+    """False for a value the run would refuse: the run then records and says why."""
+    from gnnbench.runner import validate
+
+    try:
+        validate(cfg)
+    except config.ConfigError:
+        return False
+    return True
+
+
 def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
     """Resuming: a job whose folder holds a final record is kept, not run again (nor logged
     to W&B again), unless `rerun=true`."""
@@ -154,7 +165,7 @@ def job(cfg: DictConfig) -> None:
             return
         stop_sweep(sweep_dir, f"{interrupts.name(signum)} before {out_dir.name}",
                    interrupts.exit_code(signum))
-    if _already_final(cfg, out_dir):
+    if _valid(cfg) and _already_final(cfg, out_dir):  # a bad value is said, never "kept"
         return
     if sweeping and cfg.compile is False and _skip_if_repeat(cfg, out_dir, sweep_dir):
         return

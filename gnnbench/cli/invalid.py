@@ -16,8 +16,8 @@ def folder_for(argv: list[str]) -> Path:
     sweeping = "-m" in argv or "--multirun" in argv
     key = "hydra.sweep.dir=" if sweeping else "hydra.run.dir="
     given = [a.split("=", 1)[1] for a in argv if a.startswith(key)]
-    if given:
-        return Path(given[-1])
+    if given:  # a run's record already there stays: this one goes beside it
+        return store.beside(Path(given[-1]), "invalid-command")
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
     return Path("outputs") / "runs" / f"{stamp}_invalid-command_{os.getpid()}"
 

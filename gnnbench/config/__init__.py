@@ -10,12 +10,21 @@ from gnnbench.config.compose import (
     project_dir,
     register_resolvers,
 )
-from gnnbench.config.errors import ConfigError, choice, integer, number, require, show
+from gnnbench.config.errors import (
+    ConfigError,
+    choice,
+    file_name,
+    integer,
+    number,
+    require,
+    show,
+)
 from gnnbench.config.naming import run_name, variant_label, variant_slug
 from gnnbench.config.validate import resolve_device, validate
 
 __all__ = [
     "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_overrides", "choice", "compose_config",
+    "file_name",
     "group_choices", "integer", "number", "project_dir", "register_resolvers", "require",
     "resolve_device", "run_name", "show", "validate", "variant_label", "variant_slug",
 ]

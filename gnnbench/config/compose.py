@@ -15,9 +15,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from gnnbench.config import sources
-from gnnbench.config.errors import ConfigError
+from gnnbench.config.errors import ConfigError, file_name
 from gnnbench.config.naming import run_name
-from gnnbench.config.validate import pool_size
+from gnnbench.config.validate import NAME_KEYS, pool_size
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
@@ -166,6 +166,11 @@ def check_overrides(argv: list[str]) -> None:
     for override in keyed:
         if override.key_or_group == "gpus" and not override.is_sweep_override():
             pool_size(override.value())  # the launcher reads it before any job could say so
+        if override.key_or_group in NAME_KEYS:  # Hydra names the run's folder with it
+            values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                      else [override.value()])
+            for value in values:
+                file_name(override.key_or_group, value)
     if not keyed:
         return
     # The keys a run reads depend on the groups chosen (model.aggr exists for sage only):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+# Values that become file and folder names (a run's folder, a dataset's cache file).
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
 
 
 class ConfigError(ValueError):
@@ -49,3 +53,12 @@ def number(name: str, value: object, *, above: float | None = None,
     ok = ((above is None or value > above) and (at_least is None or value >= at_least)
           and (below is None or value < below))
     require(ok, f"{name}={value!r} must be {bounds}")
+
+
+def file_name(name: str, value: object) -> None:
+    """A value that becomes part of a path stays one plain name inside its folder: no '/',
+    no '..', nothing hidden (`model.name=../../tmp/x` would write outside outputs/)."""
+    require(isinstance(value, str) and _FILE_NAME.fullmatch(value) is not None
+            and ".." not in value,
+            f"{name}={value!r} becomes a file name: use letters, digits and . _ + = , - "
+            "(no '/', no '..', not starting with '.')")

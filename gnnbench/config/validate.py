@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from gnnbench.config.errors import ConfigError, choice, integer, number, require
+from gnnbench.config.errors import ConfigError, choice, file_name, integer, number, require
 
 if TYPE_CHECKING:
     import torch
@@ -26,7 +26,14 @@ DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 
 
+# Keys whose values name folders and files: a run's folder, a dataset's cache.
+NAME_KEYS = ("model.name", "dataset.name")
+
+
 def validate(cfg: DictConfig) -> None:
+    for key in NAME_KEYS:
+        group, _, leaf = key.partition(".")
+        file_name(key, cfg[group].get(leaf))
     choice("compile", cfg.compile, (False, True))
     train = cfg.train
     integer("train.epochs", train.epochs, 1)

@@ -70,6 +70,17 @@ def write(record: dict, out_dir: Path, name: str = RESULTS_FILE) -> Path:
     return path
 
 
+def beside(folder: Path, why: str) -> Path:
+    """Where a record goes when `folder` already holds one that must not be overwritten (a
+    mistyped command aimed at a finished run): a new folder next to it."""
+    import os
+    import time
+
+    if not (folder / RESULTS_FILE).exists():
+        return folder
+    return folder.parent / f"{folder.name}_{why}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
+
+
 class InvalidRecord(ValueError):
     """A record no reader can use: unreadable, not JSON, or not of a record's shape
     (records.shape). `path` and `problem` make the one-line warning of whoever skips it."""

@@ -129,6 +129,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         single = store.scaling_references(reference_dirs, record)
         if single:
             record["scaling"] = compare.compare_scaling(single[-1:], [record])
+    if record.get("input_error"):  # a record already in out_dir is a real run's: kept
+        out_dir = store.beside(out_dir, "invalid-command")
     store.write(record, out_dir)
     if record.get("input_error"):  # no W&B run named like a real one for a run never made
         return record

@@ -1,0 +1,56 @@
+"""What a user types never writes outside the folders it names: a name with a path in it is
+refused before anything is made, and a mistyped command never overwrites a record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.processes import clean_env
+
+
+def gnnbench(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gnnbench", *args, "wandb.mode=disabled"],
+                          cwd=cwd, env=clean_env(cwd), capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def test_a_model_name_with_a_path_is_refused_before_any_folder(tmp_path):
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    for args in (["model.name=../../escaped"], ["-m", "model.name=fine,../../escaped"]):
+        proc = gnnbench([*args, "train.epochs=2"], cwd)
+        assert proc.returncode == 1 and proc.stdout == ""
+        [line] = proc.stderr.splitlines()
+        assert "model.name='../../escaped' becomes a file name" in line
+    assert not list(tmp_path.rglob("*escaped*"))
+
+
+def test_a_dataset_name_with_a_path_makes_no_cache_file_outside_data_dir(run_in, tmp_path):
+    result = run_in("dataset.name=../../escaped", "train.epochs=2")
+    assert result["status"] == "error" and result["input_error"] is True
+    assert "dataset.name='../../escaped' becomes a file name" in result["reason"]
+    assert not list(tmp_path.parent.rglob("*escaped*"))
+
+
+@pytest.mark.parametrize("mistake", ["train.epoch=3", "train.lr=abc"])
+def test_a_mistyped_command_into_an_existing_run_folder_writes_beside_it(tmp_path, mistake):
+    """A key that does not exist (caught before Hydra) and a bad value (caught in the run)."""
+    run_dir = tmp_path / "outputs" / "my-run"
+    proc = gnnbench(["train.epochs=2", "train.warmup_epochs=1", f"hydra.run.dir={run_dir}"],
+                    tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    before = (run_dir / "results.json").read_text()
+
+    proc = gnnbench(["train.epochs=2", "train.warmup_epochs=1", mistake,
+                     f"hydra.run.dir={run_dir}"], tmp_path)
+    key = mistake.split("=")[0]
+    assert proc.returncode == 1 and key in proc.stderr
+    assert (run_dir / "results.json").read_text() == before  # the run's record is intact
+    [beside] = [p for p in run_dir.parent.iterdir() if p != run_dir]
+    assert beside.name.startswith("my-run_invalid-command_")
+    record = json.loads((beside / "results.json").read_text())
+    assert record["status"] == "error" and key in record["reason"]
