@@ -54,3 +54,24 @@ def test_a_mistyped_command_into_an_existing_run_folder_writes_beside_it(tmp_pat
     assert beside.name.startswith("my-run_invalid-command_")
     record = json.loads((beside / "results.json").read_text())
     assert record["status"] == "error" and key in record["reason"]
+
+
+def test_a_sweep_resumed_through_its_real_path_runs_its_unfinished_eager_job(tmp_path):
+    """Started through a symlink, a job killed before it wrote its record (here: its record
+    removed, as SIGKILL would leave it), resumed through the resolved path as the resume
+    command prints it: the job runs; it is never 'skipped: same eager run as' itself."""
+    real = tmp_path / "real-sweep"
+    real.mkdir()
+    link = tmp_path / "linked-sweep"
+    link.symlink_to(real)
+    args = ["-m", "train.seed=0,1", "train.epochs=2", "train.warmup_epochs=1"]
+    proc = gnnbench([*args, f"hydra.sweep.dir={link}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [job] = [p for p in real.iterdir() if p.name.startswith("0_")]
+    (job / "results.json").unlink()
+
+    proc = gnnbench([*args, f"hydra.sweep.dir={real.resolve()}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((job / "results.json").read_text())
+    assert record["status"] == "ok", record["reason"]
+    assert "same eager run as" not in proc.stdout

@@ -179,15 +179,18 @@ def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
     path = claims / key
     # Written under a unique name, then linked into place: the link fails if the claim
     # exists, and a reader never sees a claim without its holder.
+    # Real paths: a sweep resumed through another path to it (a symlink resolved) is still
+    # the same folder, never a holder of its own.
+    mine = os.path.realpath(out_dir)
     fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
     with os.fdopen(fd, "w") as f:
-        f.write(str(out_dir))
+        f.write(mine)
     try:
         os.link(tmp, path)
         return None
     except FileExistsError:
         holder = path.read_text().strip()
-        return None if holder == str(out_dir) else holder
+        return None if os.path.realpath(holder) == mine else holder
     finally:
         os.unlink(tmp)
 
