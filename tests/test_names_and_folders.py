@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from support.processes import clean_env
+from support.processes import clean_env, start
 
 
-def gnnbench(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def gnnbench(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gnnbench", *args, "wandb.mode=disabled"],
-                          cwd=cwd, env=clean_env(cwd), capture_output=True, text=True,
+                          cwd=cwd, env=clean_env(cwd, **env), capture_output=True, text=True,
                           timeout=300, stdin=subprocess.DEVNULL)
 
 
@@ -75,3 +76,34 @@ def test_a_sweep_resumed_through_its_real_path_runs_its_unfinished_eager_job(tmp
     record = json.loads((job / "results.json").read_text())
     assert record["status"] == "ok", record["reason"]
     assert "same eager run as" not in proc.stdout
+
+
+def test_a_second_sweep_into_a_running_sweeps_folder_says_so_and_exits(tmp_path):
+    """Two real processes: the first sweep is held inside its first job's forward (a file
+    gate, not a timing guess) while the second starts into the same folder."""
+    sweep_dir = tmp_path / "sweep"
+    gate = tmp_path / "gate"
+    gate.touch()
+    args = ["-m", "train.seed=0,1", "train.epochs=2", "train.warmup_epochs=1",
+            "model._target_=support.held_model.HeldGCN", "wandb.mode=disabled",
+            f"hydra.sweep.dir={sweep_dir}"]
+    importable = {"PYTHONPATH": str(Path(__file__).parent)}
+    first = start(args, tmp_path, env={"HELD_MODEL_GATE": str(gate), **importable})
+    try:
+        deadline = time.monotonic() + 300
+        while not Path(f"{gate}.held").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first sweep never reached its forward"
+            time.sleep(0.05)
+        second = gnnbench(args, tmp_path, **importable)
+        assert second.returncode == 1 and second.stdout == ""
+        [line] = second.stderr.splitlines()
+        assert f"another sweep is running in {sweep_dir}" in line
+    finally:
+        gate.unlink()
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    jobs = sorted(p.name for p in sweep_dir.iterdir() if (p / "results.json").exists())
+    assert len(jobs) == 2
+    # The folder is free again once its sweep has ended: a resume is not refused.
+    assert gnnbench(args, tmp_path, **importable).returncode == 0

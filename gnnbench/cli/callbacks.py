@@ -32,12 +32,36 @@ def check_writable(folder: Path, key: str) -> None:
         sys.exit(1)
 
 
+SWEEP_LOCK = ".sweep.lock"
+
+
 class OutputFolderCheck(Callback):
+    """Also holds the sweep folder's lock while the sweep runs: a second sweep started into
+    the same folder would train every job again, at the same time, last writer winning."""
+
+    def __init__(self) -> None:
+        self.lock = None
+
     def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         check_writable(Path(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
-        check_writable(Path(config.hydra.sweep.dir), "hydra.sweep.dir")
+        from filelock import FileLock, Timeout
+
+        root = Path(config.hydra.sweep.dir)
+        check_writable(root, "hydra.sweep.dir")
+        self.lock = FileLock(str(root / SWEEP_LOCK), timeout=0)
+        try:
+            self.lock.acquire()
+        except Timeout:
+            print(f"gnnbench: error: another sweep is running in {root} (it holds "
+                  f"{root / SWEEP_LOCK}); wait for it to end, or choose another folder with "
+                  "hydra.sweep.dir=DIR", file=sys.stderr, flush=True)
+            sys.exit(1)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 class SweepSignals(Callback):
