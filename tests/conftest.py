@@ -31,11 +31,17 @@ MIRROR = _find_mirror()
 
 
 def pytest_configure(config):  # noqa: ARG001 - pytest's signature
-    """W&B's own files (settings, cache, staging) go to a temp dir, never to $HOME."""
+    """W&B's own files (settings, cache, staging) go to a temp dir, never to $HOME. Under
+    pytest-xdist each worker has its own device leases (two workers' sweeps would otherwise
+    queue for one CPU slot) and an equal share of the cores for torch's threads."""
     home = tempfile.mkdtemp(prefix="gnnbench-wandb-")
     for var in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR"):
         os.environ.setdefault(var, home)
     os.environ.pop("WANDB_API_KEY", None)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("GNNBENCH_LEASE_DIR", tempfile.mkdtemp(prefix="gnnbench-leases-"))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature

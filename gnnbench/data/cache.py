@@ -10,11 +10,10 @@ import hashlib
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gnnbench.config import ConfigError
+from gnnbench.config import ConfigError, files
 
 LOCK_TIMEOUT_S = 1800.0  # another process generating products-size data takes minutes
 
@@ -97,6 +96,14 @@ def drop_unsafe_processed(root: Path) -> None:
                 break
 
 
+def full(data_dir: Path) -> ConfigError | None:
+    """The error to give when `data_dir` has no room left (a library's write failed with
+    some message of its own), else None."""
+    if shutil.disk_usage(data_dir).free >= files.FULL_BELOW:
+        return None
+    return not_writable(data_dir, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+
+
 def not_writable(data_dir: Path, exc: OSError) -> ConfigError:
     return ConfigError(f"data_dir={str(data_dir)!r} is not writable ({exc.strerror or exc}); "
                        "point data_dir at a writable folder")
@@ -131,12 +138,4 @@ def locked(data_dir: Path, name: str) -> Iterator[None]:
 def atomic_copy(src: Path, dst: Path) -> None:
     """Copy `src` to `dst` so that `dst` is never seen half-written; copyfile, not copy, so a
     read-only source's permission bits are not carried over."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    files.atomic_write(dst, lambda tmp: shutil.copyfile(src, tmp))

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
+from gnnbench.config import files
 from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
 
@@ -143,17 +142,10 @@ def _generate(cfg: DictConfig, device: torch.device) -> tuple[dict, float]:
 def _write_cache(path: Path, parts: dict, fingerprint: str) -> None:
     """A unique temporary name, then a rename: concurrent runs never clash, and a reader
     never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        torch.save({"fingerprint": fingerprint,
-                    **{k: (v.cpu() if isinstance(v, Tensor) else
-                           {s: i.cpu() for s, i in v.items()}) for k, v in parts.items()}}, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    contents = {"fingerprint": fingerprint,
+                **{k: (v.cpu() if isinstance(v, Tensor) else
+                       {s: i.cpu() for s, i in v.items()}) for k, v in parts.items()}}
+    files.atomic_write(path, lambda tmp: torch.save(contents, tmp))
 
 
 def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dict:
@@ -172,7 +164,7 @@ def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dic
             parts, generate_s = _generate(cfg, device)
             try:
                 _write_cache(path, parts, fingerprint)
-            except PermissionError as exc:
+            except OSError as exc:  # read-only, or full
                 raise cache.not_writable(data_dir, exc) from exc
             info.update(from_cache=False, generate_s=generate_s)
     info["bytes"] = path.stat().st_size

@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from gnnbench.config import files
 from gnnbench.records import identity, shape
 from gnnbench.records.schema import upgrade
 
@@ -53,20 +54,12 @@ def write(record: dict, out_dir: Path, name: str = RESULTS_FILE) -> Path:
     path = out_dir / name
     text = json.dumps(_finite({k: v for k, v in record.items() if not k.startswith("_")}),
                       indent=2, allow_nan=False) + "\n"
-    tmp = None
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        files.atomic_write(path, text)
     except OSError as exc:
         error = WriteError(f"cannot write {path} ({exc.strerror or exc})")
         error.errno = exc.errno
         raise error from exc
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 
@@ -185,6 +178,7 @@ def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
     fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
     with os.fdopen(fd, "w") as f:
         f.write(mine)
+    files.user_mode(tmp)
     try:
         os.link(tmp, path)
         return None

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from gnnbench.config import files
 from gnnbench.records import publish, store, sweep
 from gnnbench.report import header, headline, plots
 from gnnbench.report.markdown import report_markdown
@@ -43,9 +44,8 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
     out = Path(out or folders[0])
     runs, rows, markdown, table = render(folders, out.name)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(markdown)
-    with open(out / "report.csv", "w", newline="") as f:
-        f.write(table)
+    files.atomic_write(out / "report.md", markdown)
+    files.atomic_write(out / "report.csv", table)
     device = ", ".join(header.devices(runs))
     plots.speedup_bars(rows, out / "speedup.png", device)
     plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gnnbench.config import files
 from gnnbench.report.rows import setting_note
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
@@ -97,4 +98,4 @@ def update_readme(readme: Path, table: str) -> None:
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(text):
         raise ValueError(f"{readme} has no '{START}' ... '{END}' block to replace")
-    readme.write_text(pattern.sub(lambda _: f"{START}\n{table}\n{END}", text, count=1))
+    files.atomic_write(readme, pattern.sub(lambda _: f"{START}\n{table}\n{END}", text, count=1))

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after choosing the file-only backend
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
+from gnnbench.config import files
 from gnnbench.records.compare import steady_steps  # noqa: E402
 from gnnbench.report.rows import groups, variant_cell  # noqa: E402
 
@@ -65,7 +66,7 @@ def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[dict], path: Path) -> dict
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)  # the table's first row at the top
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    files.atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     drawn = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
              "labels": labels, "xscale": ax.get_xscale(),
              "xticks": [t.get_text() for t in ax.get_xticklabels()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from gnnbench.config import files
 from gnnbench.measure.environment import gpu_uuid
 
 LEASE_DIR_ENV = "GNNBENCH_LEASE_DIR"
@@ -83,12 +84,9 @@ def _holder(folder: Path, slot: str) -> str:
 
 def _mark(folder: Path, slot: str, holder: str) -> None:
     """Who holds the slot, for the message of a job that waits for it."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{slot}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(f"{holder} (pid {os.getpid()} on {platform.node()}, since "
-                f"{time.strftime('%H:%M:%S')})\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, folder / f"{slot}.holder")
+    files.atomic_write(folder / f"{slot}.holder",
+                       f"{holder} (pid {os.getpid()} on {platform.node()}, since "
+                       f"{time.strftime('%H:%M:%S')})\n")
 
 
 def candidates(device: torch.device, cpu_slots: int) -> dict[str, torch.device]:

@@ -19,6 +19,8 @@ def clean_env(cwd: Path, **extra: str) -> dict:
     home = str(cwd / "wandb-home")
     env.update(WANDB_DIR=home, WANDB_CONFIG_DIR=home, WANDB_CACHE_DIR=home,
                WANDB_DATA_DIR=home, NETRC=str(cwd / "no-netrc"), PYTHONUNBUFFERED="1")
+    if "GNNBENCH_LEASE_DIR" in os.environ:  # this test worker's own leases (conftest)
+        env["GNNBENCH_LEASE_DIR"] = os.environ["GNNBENCH_LEASE_DIR"]
     env.update(extra)
     return env
 

@@ -1,0 +1,85 @@
+"""Files as a user on a shared machine meets them: written with the user's umask (a
+colleague's report reads the records), and a full disk is one clear line that leaves no
+half-written or temporary file behind. Full disks are real: a tiny tmpfs, mounted by root;
+where mounting is not allowed the disk tests skip, saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.processes import clean_env
+
+from gnnbench.records import store
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_records_caches_and_reports_follow_the_umask(run_in, tmp_path, umask_022):
+    from gnnbench.report.cli import write_report
+
+    record = run_in("train.epochs=2", out=tmp_path / "runs" / "one")
+    assert record["status"] == "ok", record["reason"]
+    write_report([tmp_path / "runs"], log_to_wandb=False)
+    made = [tmp_path / "runs" / "one" / "results.json",
+            *[tmp_path / "runs" / f for f in ("report.md", "report.csv", "speedup.png")],
+            *(tmp_path / "data").rglob("*.pt")]
+    assert len(made) >= 5
+    assert {p.name: mode(p) for p in made} == {p.name: 0o644 for p in made}
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 256 KiB tmpfs: room for a record, not for a dataset."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here to fill it ({proc.stderr.strip()})")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def leftovers(folder: Path) -> list[Path]:
+    """Temporary or empty files: what a failed write must not leave."""
+    return [p for p in folder.rglob("*") if p.is_file()
+            and (p.name.endswith(".tmp") or p.stat().st_size == 0 and p.suffix != ".lock")]
+
+
+def test_a_record_that_does_not_fit_keeps_the_previous_one_and_no_temp_file(tiny_disk):
+    folder = tiny_disk / "run"
+    store.write({"name": "first", "status": "ok"}, folder)
+    with pytest.raises(store.WriteError, match="No space left on device"):
+        store.write({"name": "second", "padding": "x" * 400_000}, folder)
+    assert json.loads((folder / "results.json").read_text())["name"] == "first"
+    assert leftovers(tiny_disk) == []
+
+
+def test_a_full_data_dir_is_one_line_and_no_partial_cache(tiny_disk, tmp_path):
+    """The synthetic graph's cache file (about 1 MB) cannot be written: torch.save's own
+    message would be 'enforce fail at inline_container.cc'."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", "train.epochs=2", "train.warmup_epochs=1",
+         f"data_dir={tiny_disk}", "wandb.mode=disabled"],
+        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert f"data_dir='{tiny_disk}' is not writable (No space left on device)" in line
+    assert proc.stdout == ""
+    assert leftovers(tiny_disk) == []
