@@ -42,6 +42,11 @@ class OutputFolderCheck(Callback):
     def __init__(self) -> None:
         self.lock = None
 
+    def __getstate__(self) -> dict:
+        """Launchers that pickle Hydra's context for their workers (submitit) carry the
+        callbacks along: the lock stays with the process that holds it."""
+        return {"lock": None}
+
     def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         check_writable(Path(config.hydra.run.dir), "hydra.run.dir")
 
@@ -62,6 +67,8 @@ class OutputFolderCheck(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         if self.lock is not None:
             self.lock.release()
+            # No empty file left behind by a sweep that ended (a killed one leaves it, free).
+            Path(self.lock.lock_file).unlink(missing_ok=True)
 
 
 class SweepSignals(Callback):

@@ -14,6 +14,7 @@ from gnnbench.config.errors import (
     ConfigError,
     choice,
     file_name,
+    first_line,
     integer,
     number,
     require,
@@ -24,7 +25,7 @@ from gnnbench.config.validate import resolve_device, validate
 
 __all__ = [
     "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_overrides", "choice", "compose_config",
-    "file_name",
+    "file_name", "first_line",
     "group_choices", "integer", "number", "project_dir", "register_resolvers", "require",
     "resolve_device", "run_name", "show", "validate", "variant_label", "variant_slug",
 ]

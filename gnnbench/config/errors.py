@@ -62,3 +62,12 @@ def file_name(name: str, value: object) -> None:
             and ".." not in value,
             f"{name}={value!r} becomes a file name: use letters, digits and . _ + = , - "
             "(no '/', no '..', not starting with '.')")
+
+
+def first_line(exc: BaseException, *, typed: bool = False, limit: int = 160) -> str:
+    """An exception as one line for a message: its first non-blank line (cut at `limit`),
+    else its type's name; `typed`: prefixed with the type's name ("OSError: ...")."""
+    line = next((x.strip() for x in str(exc).splitlines() if x.strip()), "")[:limit]
+    if not line:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {line}" if typed else line

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from gnnbench.config import ConfigError, files
+from gnnbench.config import ConfigError, files, first_line
 
 LOCK_TIMEOUT_S = 1800.0  # another process generating products-size data takes minutes
 
@@ -89,8 +89,7 @@ def drop_unsafe_processed(root: Path) -> None:
             try:
                 load_weights_only(f, mmap=True)
             except Exception as exc:  # anything but plain tensors and PyG's data classes
-                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                warn(f"{f} is not plain data ({reason[:160]}); it is not loaded: "
+                warn(f"{f} is not plain data ({first_line(exc)}); it is not loaded: "
                      "processing again from the raw files")
                 shutil.rmtree(processed, ignore_errors=True)
                 break

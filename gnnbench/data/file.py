@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 
-from gnnbench.config import ConfigError, integer, require
+from gnnbench.config import ConfigError, first_line, integer, require
 from gnnbench.config.sources import file_sha256
 from gnnbench.data import cache, graph
 
@@ -58,7 +58,7 @@ def _fields(path: Path) -> tuple[dict, int | None]:
     except Exception as exc:  # UnpicklingError for anything but tensors and Data
         lines = [line.strip() for line in str(exc).splitlines() if "Unsupported global" in line]
         why = lines[0].split(" was not")[0].replace("WeightsUnpickler error: ", "") if lines \
-            else f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:160]}"
+            else first_line(exc, typed=True)
         raise ConfigError(f"{where} cannot be loaded as data ({why}); gnnbench loads a "
                           "torch.save'd PyG Data or dict of tensors with weights_only=True, "
                           "so no code runs from a data file") from exc

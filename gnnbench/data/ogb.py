@@ -21,7 +21,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
-from gnnbench.config import ConfigError
+from gnnbench.config import ConfigError, first_line
 from gnnbench.data import cache
 
 OGB_DATASETS = ("ogbn-arxiv", "ogbn-products")
@@ -123,7 +123,7 @@ def _download(name: str, meta: Mapping[str, str], root: Path) -> None:
             raise OSError(f"{archive.name} holds no {meta['download_name']}/ directory")
         _copy_dataset(extracted, root, f"RELEASE_v{meta['version']}.txt")
     except (OSError, zipfile.BadZipFile) as exc:  # URLError and socket timeouts are OSErrors
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        reason = first_line(exc, limit=10_000)
         raise ConfigError(f"cannot download {name} ({reason}); set data_mirror to a directory "
                           f"holding {_expected_layout(name)}") from exc
     finally:

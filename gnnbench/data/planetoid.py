@@ -19,7 +19,7 @@ from urllib.request import urlopen
 import torch
 from omegaconf import DictConfig
 
-from gnnbench.config import ConfigError
+from gnnbench.config import ConfigError, first_line
 from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
 
@@ -101,7 +101,7 @@ def _download(name: str, raw: Path, wanted: list[str]) -> None:
         for f in wanted:
             (staging / f).replace(raw / f)
     except OSError as exc:  # URLError and socket timeouts are OSErrors
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        reason = first_line(exc, limit=10_000)
         raise ConfigError(f"cannot download {name} ({reason}); set data_mirror to a directory "
                           f"holding {name}/raw/ind.{name.lower()}.*") from exc
     finally:

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
-from gnnbench.config import files
+from gnnbench.config import files, first_line
 from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
 
@@ -114,8 +114,7 @@ def _read_cache(path: Path, fingerprint: str, device: torch.device) -> dict | No
         if not isinstance(parts, dict) or parts.get("fingerprint") != fingerprint:
             raise ValueError("generated from other parameters")
     except Exception as exc:  # truncated, garbage, or another graph: never trusted
-        first = (str(exc).strip().splitlines() or [""])[0][:120]
-        cache.warn(f"cache file {path} is unusable ({type(exc).__name__}: {first}); "
+        cache.warn(f"cache file {path} is unusable ({first_line(exc, typed=True)}); "
                    "generating the graph again")
         return None
     parts.pop("fingerprint")

@@ -17,6 +17,7 @@ from collections import Counter
 
 import torch
 
+from gnnbench.config import first_line
 from gnnbench.measure import sites
 
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
@@ -190,7 +191,7 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
     """
     from torch._dynamo import exc as dynamo_exc
 
-    first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    first = first_line(exc, limit=10_000)
     if isinstance(exc, dynamo_exc.Unsupported):
         site = sites.from_exception(exc)
         return "graph_break", f"{site['reason']} at {sites.where(site)}"
@@ -211,9 +212,9 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
         inner = getattr(exc, "inner_exception", None)
         if inner is not None:
             cause = next((line for line in str(inner).splitlines() if line.strip()), "")
-            return "compile_error", (f"{type(exc).__name__} ({first_line.strip()}) "
+            return "compile_error", (f"{type(exc).__name__} ({first}) "
                                      f"{type(inner).__name__}: {cause.strip()}")
-        return "compile_error", f"{type(exc).__name__}: {first_line.strip()}"
+        return "compile_error", f"{type(exc).__name__}: {first}"
     return None
 
 

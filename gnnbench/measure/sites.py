@@ -30,7 +30,7 @@ def _library_roots() -> tuple[str, ...]:
     import torch_geometric
 
     roots = [Path(torch.__file__).parent, Path(torch_geometric.__file__).parent,
-             *(_PACKAGE / part for part in ("training", "runner", "measure")),
+             *(_PACKAGE / part for part in ("training", "runner", "measure", "cli")),
              _PACKAGE / "models" / "foreign.py"]
     paths = sysconfig.get_paths()
     roots += [Path(paths[k]) for k in ("stdlib", "platstdlib") if k in paths]
@@ -64,6 +64,10 @@ def shown(file: str) -> str:
     cwd = os.getcwd()
     if file.startswith(cwd + os.sep):
         return os.path.relpath(file, cwd)
+    parts = Path(file).parts
+    for i in range(len(parts) - 1, -1, -1):  # gnnbench's own file, wherever it was checked out
+        if parts[i] == "gnnbench" and (_PACKAGE.joinpath(*parts[i + 1:])).is_file():
+            return str(Path(*parts[i:]))
     for marker in ("site-packages" + os.sep, "dist-packages" + os.sep):
         if marker in file:
             return file.split(marker, 1)[1]

@@ -15,7 +15,6 @@ import statistics
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 # A bootstrap of a median from fewer samples than this has too few distinct values to be
 # an interval anyone should quote (two epochs a side give three possible medians).
@@ -188,6 +187,8 @@ def ratio_interval(reference: Sequence[Sequence[float]], mine: Sequence[Sequence
         variance = sum(v for v, _ in parts)
         df = (variance ** 2 / sum(v ** 2 / d for v, d in parts)
               if variance > 0 else math.inf)
+    from scipy import stats as scipy_stats  # here: importing scipy costs a second or two
+
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
     out.update(ci=[math.exp(point - half), math.exp(point + half)], df=df)
     return out

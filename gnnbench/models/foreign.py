@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
-from gnnbench.config import ConfigError, choice, number, require
+from gnnbench.config import ConfigError, choice, first_line, number, require
 
 # gnnbench's keys in the model group; every other key is an option of the class.
 KEYS = ("name", "_target_", "in_channels_arg", "out_channels_arg", "input_dropout",
@@ -31,11 +31,6 @@ KEYS = ("name", "_target_", "in_channels_arg", "out_channels_arg", "input_dropou
 # normalisation with self-loops as edge weights (what GCNConv does on every forward).
 GRAPH_INPUTS = ("none", "self-loops", "gcn-norm")
 PROBE_NODES = 32
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def locate(target: object) -> Callable:
@@ -49,9 +44,9 @@ def locate(target: object) -> Callable:
         found = get_object(target)
     except Exception as exc:
         cause = exc.__cause__ or exc
-        raise ConfigError(f"model._target_={target!r} cannot be imported ({_first_line(cause)});"
-                          " its module must be importable from the directory gnnbench is "
-                          "launched from") from exc
+        raise ConfigError(f"model._target_={target!r} cannot be imported "
+                          f"({first_line(cause, typed=True)}); its module must be "
+                          "importable from the directory gnnbench is launched from") from exc
     require(callable(found), f"model._target_={target!r} is not a class or a function")
     if isinstance(found, type):
         require(issubclass(found, nn.Module),
@@ -102,7 +97,7 @@ def build(cfg: DictConfig, in_channels: int, out_channels: int) -> Foreign:
             raise cause from exc
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         raise ConfigError(f"model._target_={target} cannot be built with {shown} "
-                          f"({_first_line(cause)}); its options go under model "
+                          f"({first_line(cause, typed=True)}); its options go under model "
                           "(+model.<option>=...), its argument names in "
                           "model.in_channels_arg / model.out_channels_arg") from exc
     require(isinstance(module, nn.Module),

@@ -28,8 +28,10 @@ NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
 # How many processes train it: a DDP run and its one-GPU reference differ only here.
 SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 # dataset.path: where a saved graph lies (its content hash, dataset.sha256, identifies it);
-# dataset.download: whether PyG may fetch missing files; dataset.loader: gnnbench's code.
-NOT_MEASURED_DATASET = ("path", "download", "loader")
+# dataset.download: whether PyG may fetch missing files; dataset.loader: gnnbench's code;
+# dataset.family: a label older records carry (no code read it), ignored so that their
+# settings stay equal to today's.
+NOT_MEASURED_DATASET = ("path", "download", "loader", "family")
 
 
 def device_type(record: Mapping) -> str:

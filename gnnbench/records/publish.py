@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from gnnbench.config import variant_slug
+from gnnbench.config import first_line, variant_slug
 
 # W&B is driven only after the last timed epoch: its background service then cannot steal
 # CPU from, or add syncs to, the epochs we measure. results.json is already on disk when
@@ -156,9 +156,9 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
             if mode != "online":
                 raise
             # No server (or no network): keep the run, offline, to upload later.
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-            print(f"gnnbench: warning: W&B could not start online ({type(exc).__name__}: "
-                  f"{first}); logging this run offline instead", file=sys.stderr)
+            print(f"gnnbench: warning: W&B could not start online "
+                  f"({first_line(exc, typed=True)}); logging this run offline instead",
+                  file=sys.stderr)
             mode = "offline"
             run = start(mode)
         try:
@@ -185,8 +185,7 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
             print(upload_hint(local_dir))
         return local_dir
     except Exception as exc:  # W&B must never cost a result
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"gnnbench: warning: W&B logging failed ({type(exc).__name__}: {first}); "
+        print(f"gnnbench: warning: W&B logging failed ({first_line(exc, typed=True)}); "
               f"results.json in {out_dir} is complete", file=sys.stderr)
         return None
 
