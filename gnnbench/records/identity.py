@@ -29,8 +29,8 @@ NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
 SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 # dataset.path: where a saved graph lies (its content hash, dataset.sha256, identifies it);
 # dataset.download: whether PyG may fetch missing files; dataset.loader: gnnbench's code;
-# dataset.family: a label older records carry (no code read it), ignored so that their
-# settings stay equal to today's.
+# dataset.family: a label records before schema 7 carry (no code read it; the reader drops
+# it too, records/schema.py), never part of a setting.
 NOT_MEASURED_DATASET = ("path", "download", "loader", "family")
 
 

@@ -33,7 +33,9 @@ from omegaconf import DictConfig, OmegaConf
 #    `compile.recompile_sites` (the file and line of each break and recompilation), and
 #    `graph_break` (the user's frame and dynamo's explanation) where a break failed the run.
 #    No key of an existing group was added: earlier records read as before.
-SCHEMA_VERSION = 6
+# 7: `dataset.family` removed from the dataset configs: a label no code read, yet hashed
+#    into the setting; older records are read without it (REMOVED_KEYS).
+SCHEMA_VERSION = 7
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -49,6 +51,9 @@ ADDED_KEYS: dict[str, tuple[int, object]] = {
     "model.mlp_norm": (5, False),  # version 4's GIN had a plain MLP
 }
 MODEL_KEYS: dict[str, str] = {"model.mlp_norm": "gin"}
+# Config keys removed since, that measured nothing: dotted key -> the version that removed
+# it. A record older than that version is read without it.
+REMOVED_KEYS: dict[str, int] = {"dataset.family": 7}
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
             "skipped")
@@ -104,6 +109,11 @@ def upgrade(record: dict) -> dict:
             continue
         if version < added_in and not _get(record["config"], key)[0]:
             _set(record["config"], key, default)
+    for key, removed_in in REMOVED_KEYS.items():
+        parent, _, leaf = key.rpartition(".")
+        found, node = _get(record["config"], parent)
+        if version < removed_in and found and isinstance(node, dict):
+            node.pop(leaf, None)
     if version < 2:
         # Version 1 wrote the CUDA graphs a setting asked for, not what the run observed.
         record.setdefault("cuda_graph_audit", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from gnnbench.records.schema import ADDED_KEYS
+from gnnbench.records.schema import ADDED_KEYS, REMOVED_KEYS
 from gnnbench.records.schema import _get as get
 
 
@@ -27,7 +27,7 @@ def claim_mismatches(recorded: Mapping, composed: Mapping,
     record lacks were added later and are checked by `unregistered_additions`."""
     out = []
     for key, value in leaves(recorded):
-        if key.split(".")[0] in ignore:
+        if key.split(".")[0] in ignore or key in REMOVED_KEYS:  # declared gone: may claim it
             continue
         present, today = get(composed, key)
         if not present:
