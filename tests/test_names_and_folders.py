@@ -107,3 +107,16 @@ def test_a_second_sweep_into_a_running_sweeps_folder_says_so_and_exits(tmp_path)
     assert len(jobs) == 2
     # The folder is free again once its sweep has ended: a resume is not refused.
     assert gnnbench(args, tmp_path, **importable).returncode == 0
+
+
+def test_a_resumed_sweep_with_a_bad_value_keeps_one_record_per_job(tmp_path):
+    """The bad value's error record is replaced by the same error on resume, never set
+    beside it (which would count the job twice in the sweep's report)."""
+    sweep_dir = tmp_path / "sweep"
+    args = ["-m", "train.lr=0.01,abc", "train.epochs=2", "train.warmup_epochs=1",
+            f"hydra.sweep.dir={sweep_dir}"]
+    for _ in range(2):
+        proc = gnnbench(args, tmp_path)
+        assert proc.returncode == 1 and "train.lr='abc' is not a number" in proc.stderr
+    jobs = sorted(p.name for p in sweep_dir.iterdir() if (p / "results.json").exists())
+    assert len(jobs) == 2, jobs

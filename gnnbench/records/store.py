@@ -69,8 +69,14 @@ def beside(folder: Path, why: str) -> Path:
     import os
     import time
 
-    if not (folder / RESULTS_FILE).exists():
+    path = folder / RESULTS_FILE
+    if not path.exists():
         return folder
+    try:  # the same kind of record (a resumed sweep's job with the same bad value): replaced
+        if json.loads(path.read_text()).get("input_error") is True:
+            return folder
+    except (OSError, ValueError, AttributeError):
+        pass  # unreadable or odd: kept, as any record
     return folder.parent / f"{folder.name}_{why}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
 
 
