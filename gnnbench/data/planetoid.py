@@ -152,8 +152,9 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
         except PermissionError as exc:
             raise cache.not_writable(data_dir, exc) from exc
         except Exception as exc:  # the raw files are verified: the processed file is bad
-            if cache.full(data_dir):  # or could not be written: say so, in one line
-                raise cache.full(data_dir) from exc
+            no_room = cache.full(data_dir)  # or could not be written: say so, in one line
+            if no_room:
+                raise no_room from exc
             cache.warn(f"{processed} could not be read ({type(exc).__name__}); processing "
                        f"{name} again from its raw files")
             shutil.rmtree(processed, ignore_errors=True)
