@@ -13,6 +13,7 @@ import torch
 from support.fs import make_read_only
 
 from gnnbench import config
+from gnnbench.records.model import Record
 from gnnbench.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,10 +81,10 @@ def make_config(overrides: list[str]):
 
 @pytest.fixture
 def run(tmp_path, data_dir, mirror):
-    """Run one experiment in-process with Hydra-composed config; returns results.json's dict.
+    """Run one experiment in-process with Hydra-composed config; returns its Record.
     W&B is off unless a test turns it on (tests/test_tracking.py does)."""
 
-    def _run(*overrides: str) -> dict:
+    def _run(*overrides: str) -> Record:
         cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}",
                            "train.device=cpu", "wandb.mode=disabled", *overrides])
         return run_experiment(cfg, tmp_path / f"run{len(list(tmp_path.iterdir()))}")
@@ -97,7 +98,7 @@ def run_in(tmp_path):
     tests that damage or race on the cache; `out=` names the run's folder."""
     count = iter(range(1000))
 
-    def _run(*overrides: str, out: Path | None = None) -> dict:
+    def _run(*overrides: str, out: Path | None = None) -> Record:
         cfg = make_config([f"data_dir={tmp_path / 'data'}", "train.device=cpu",
                            "train.warmup_epochs=1", "wandb.mode=disabled", *overrides])
         return run_experiment(cfg, out or tmp_path / f"run{next(count)}")

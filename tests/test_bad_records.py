@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.processes import run
 
-from gnnbench.records import schema, store
+from gnnbench.records import model, schema, store
 
 WARNING = "gnnbench: warning: skipping invalid record"
 
@@ -87,7 +87,7 @@ def test_an_invalid_record_is_skipped_with_its_first_problem(tmp_path, good, cap
                                                               problem):
     write_record(tmp_path / "good", good)
     bad = write_record(tmp_path / "bad", make(good))
-    assert [r["_path"] for r in store.find([tmp_path])] == [str(tmp_path / "good/results.json")]
+    assert [r.path for r in store.find([tmp_path])] == [str(tmp_path / "good/results.json")]
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"{WARNING} {bad} ({problem}")
 
@@ -109,10 +109,11 @@ def test_reference_searches_skip_invalid_records(tmp_path, good, capsys):
     invalid record, which is named once per search."""
     write_record(tmp_path / "eager", good)
     bad = write_record(tmp_path / "typo", edited(good, "config", None))
-    found = store.eager_references([tmp_path], good["config"], "cpu")
-    assert [r["name"] for r in found] == [good["name"]]
+    found = store.eager_references([tmp_path], model.parse(copy.deepcopy(good)))
+    assert [r.name for r in found] == [good["name"]]
     ddp = edited(edited(good, "config.train.distributed", "ddp"), "config.train.world_size", 2)
-    assert [r["name"] for r in store.scaling_references([tmp_path], ddp)] == [good["name"]]
+    assert [r.name for r in store.scaling_references([tmp_path], model.parse(ddp))] == [
+        good["name"]]
     assert capsys.readouterr().err.splitlines() == [
         f"{WARNING} {bad} (config is null, expected an object)"] * 2
 
@@ -162,7 +163,7 @@ def test_a_sweep_resumes_past_an_invalid_record_and_reports_without_it(tmp_path,
     assert warnings(again.stderr) == [
         f"{WARNING} {job} (accuracy is null, expected an object)",
         f"{WARNING} {stray} (config is null, expected an object)"]
-    assert store.read(job)["status"] == "ok" and (sweep / "report.md").is_file()
+    assert store.read(job).status == "ok" and (sweep / "report.md").is_file()
 
 
 @pytest.mark.slow
@@ -178,4 +179,4 @@ def test_a_compiled_run_finds_no_reference_past_a_typo_and_still_records(tmp_pat
         f"{WARNING} {invalid.resolve()} (config is null, expected an object)"]
     [record] = [store.read(p) for p in (tmp_path / "outputs/runs").glob("*/results.json")
                 if p != invalid]
-    assert record["status"] == "ok" and record["config"]["compile"] is True
+    assert record.status == "ok" and record.config.compile is True

@@ -42,8 +42,8 @@ def test_each_gpu_by_index_and_one_too_many():
 def test_a_run_on_a_named_gpu_records_its_index(run):
     index = torch.cuda.device_count() - 1
     result = run("train.epochs=3", "train.warmup_epochs=1", f"train.device=cuda:{index}")
-    assert result["status"] == "ok", result["reason"]
-    assert result["env"]["device"] == f"cuda:{index}" and result["env"]["device_index"] == index
+    assert result.status == "ok", result.reason
+    assert result.env.device == f"cuda:{index}" and result.env.device_index == index
 
 
 @pytest.mark.parametrize(("visible", "logical", "host_index"), [

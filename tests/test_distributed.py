@@ -92,17 +92,17 @@ def test_two_ranks_on_two_gpus_with_nccl(run):
         pytest.skip("needs 2 GPUs")
     record = run(*DDP, "train.device=cuda", "train.world_size=2", "train.epochs=6",
                  "train.warmup_epochs=2")
-    assert record["status"] == "ok", record["reason"]
-    assert record["distributed"]["backend"] == "nccl"
-    ranks = record["distributed"]["ranks"]
+    assert record.status == "ok", record.reason
+    assert record.distributed.backend == "nccl"
+    ranks = record.distributed.ranks
     assert sorted(r["device"] for r in ranks) == ["cuda:0", "cuda:1"]
     assert len({r["device_uuid"] for r in ranks}) == 2
-    assert record["accuracy"]["test_at_best_val"] >= 0.6
+    assert record.accuracy.test_at_best_val >= 0.6
 
 
 def test_compiled_ddp_needs_fullgraph_false(run):
     record = run(*DDP, "compile=true", "train.world_size=2")
-    assert record["status"] == "error" and "compiler.fullgraph=false" in record["reason"]
+    assert record.status == "error" and "compiler.fullgraph=false" in record.reason
 
 
 def test_compiled_ddp_under_torchrun_records_once_with_its_graphs(tmp_path, data_dir):

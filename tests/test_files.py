@@ -16,6 +16,7 @@ import pytest
 from support.processes import clean_env
 
 from gnnbench.records import store
+from gnnbench.records.model import CommandRecord
 
 
 def mode(path: Path) -> int:
@@ -33,7 +34,7 @@ def test_records_caches_and_reports_follow_the_umask(run_in, tmp_path, umask_022
     from gnnbench.report.cli import write_report
 
     record = run_in("train.epochs=2", out=tmp_path / "runs" / "one")
-    assert record["status"] == "ok", record["reason"]
+    assert record.status == "ok", record.reason
     write_report([tmp_path / "runs"], log_to_wandb=False)
     made = [tmp_path / "runs" / "one" / "results.json",
             *[tmp_path / "runs" / f for f in ("report.md", "report.csv", "speedup.png")],
@@ -63,9 +64,10 @@ def leftovers(folder: Path) -> list[Path]:
 
 def test_a_record_that_does_not_fit_keeps_the_previous_one_and_no_temp_file(tiny_disk):
     folder = tiny_disk / "run"
-    store.write({"name": "first", "status": "ok"}, folder)
+    store.write(CommandRecord(name="first", reason="a bad value", command=["gnnbench"]), folder)
     with pytest.raises(store.WriteError, match="No space left on device"):
-        store.write({"name": "second", "padding": "x" * 400_000}, folder)
+        store.write(CommandRecord(name="second", reason="a bad value", command=["gnnbench"],
+                                  padding="x" * 400_000), folder)
     assert json.loads((folder / "results.json").read_text())["name"] == "first"
     assert leftovers(tiny_disk) == []
 

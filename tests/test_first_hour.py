@@ -184,15 +184,15 @@ def test_the_summary_names_expected_graph_breaks(run):
     says so instead of repeating dynamo's advice to remove them."""
     result = run("model=sage", "compile=true", "compiler.scope=step", "train.paired=true",
                  "train.epochs=8", "train.warmup_epochs=2")
-    assert result["status"] == "ok", result["reason"]
+    assert result.status == "ok", result.reason
     text = format_summary(result)
     assert "2 graph break(s) (all expected: torch.optim's own graph_break() calls" in text
-    c = result["comparison"]
-    ci = f"95% CI {c['speedup_ci95'][0]:.2f}–{c['speedup_ci95'][1]:.2f}"
-    said = (f"=> no measurable difference in the train step ({c['speedup']:.2f}x, {ci})"
-            if c["measurable"] is False else f"=> {c['speedup']:.2f}x the eager train step [{ci}]")
+    c = result.comparison
+    ci = f"95% CI {c.speedup_ci95[0]:.2f}–{c.speedup_ci95[1]:.2f}"
+    said = (f"=> no measurable difference in the train step ({c.speedup:.2f}x, {ci})"
+            if c.measurable is False else f"=> {c.speedup:.2f}x the eager train step [{ci}]")
     assert f"{said} against paired eager twin" in text
-    assert Path(result["config"]["data_dir"]).is_dir()
+    assert Path(result.config.data_dir).is_dir()
 
 
 def answer_line(summary: str) -> str:
@@ -207,15 +207,15 @@ def test_a_paired_run_says_why_it_has_no_whole_epoch_speedup(run, tmp_path, data
     leaving the figure out without a word."""
     quick = ["train.epochs=8", "train.warmup_epochs=2"]
     compiled = ["compile=true", "compiler.backend=eager", *quick]
-    assert run(*quick)["status"] == "ok"  # the eager reference of the unpaired run
+    assert run(*quick).status == "ok"  # the eager reference of the unpaired run
     unpaired = run_experiment(make_config([f"data_dir={data_dir}", "train.device=cpu",
                                            "wandb.mode=disabled", *compiled]),
                               tmp_path / "unpaired", reference_dirs=[tmp_path])
-    assert unpaired["comparison"]["epoch"] is not None
+    assert unpaired.comparison.epoch is not None
     assert "; whole epoch " in answer_line(format_summary(unpaired))
     paired = run(*compiled, "train.paired=true")
-    assert paired["status"] == "ok", paired["reason"]
-    assert paired["comparison"]["epoch"] is None
+    assert paired.status == "ok", paired.reason
+    assert paired.comparison.epoch is None
     answer = answer_line(format_summary(paired))
     assert "whole epoch " not in answer
     assert "no whole-epoch figure (an epoch of a paired run holds both models' work)" in answer
@@ -232,18 +232,18 @@ def test_plot_titles_name_the_processor_not_its_architecture(run, tmp_path):
     """A CPU run records the CPU's model (Linux: /proc/cpuinfo's model name), and the
     report's plots are titled with it, not with "x86_64"."""
     result = run("train.epochs=3", "train.warmup_epochs=1")
-    env = result["env"]
+    env = result.env
     cpuinfo = Path("/proc/cpuinfo")
     names = [line.split(":", 1)[1].strip() for line in
              (cpuinfo.read_text().splitlines() if cpuinfo.is_file() else [])
              if line.split(":")[0].strip() == "model name"]
     if names:
-        assert env["cpu_model"] == names[0]
-    assert env["device_name"] == env["cpu_model"] and env["device"] == "cpu"
+        assert env.cpu_model == names[0]
+    assert env.device_name == env.cpu_model and env.device == "cpu"
     device = ", ".join(header.devices([result]))
     drawn = plots.epoch_time_distributions(build_rows([result]), [result],
                                            tmp_path / "epoch_times.png", device)
-    assert f"on {env['cpu_model']}," in drawn["title"]
+    assert f"on {env.cpu_model}," in drawn["title"]
 
 
 def test_library_notes_go_to_the_run_log_not_the_console(tmp_path):

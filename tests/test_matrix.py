@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from gnnbench import config
 from gnnbench.records import compare
+from gnnbench.records.model import Record
 from gnnbench.report.markdown import to_markdown
 from gnnbench.report.rows import build_rows
 from gnnbench.report.summary import format_summary
@@ -41,13 +42,13 @@ def cora_runs(tmp_path_factory, data_dir, mirror):
 def test_gat_on_cora_is_in_the_published_band_and_compiles_alike(cora_runs):
     """Veličković et al.: 83.0 ± 0.7 on Cora (one seed, 100 epochs: 0.81–0.85)."""
     eager = cora_runs("model=gat", "train.epochs=100")
-    assert eager["status"] == "ok", eager["reason"]
-    assert eager["config"]["train"]["lr"] == 0.005  # the paper's set-up comes with model=gat
-    assert 0.81 <= eager["accuracy"]["test_at_best_val"] <= 0.85
+    assert eager.status == "ok", eager.reason
+    assert eager.config.train.lr == 0.005  # the paper's set-up comes with model=gat
+    assert 0.81 <= eager.accuracy.test_at_best_val <= 0.85
     compiled = cora_runs("model=gat", "train.epochs=100", "compile=true")
-    assert compiled["status"] == "ok", compiled["reason"]
-    assert abs(compiled["accuracy"]["test_at_best_val"]
-               - eager["accuracy"]["test_at_best_val"]) <= 0.02
+    assert compiled.status == "ok", compiled.reason
+    assert abs(compiled.accuracy.test_at_best_val
+               - eager.accuracy.test_at_best_val) <= 0.02
 
 
 @pytest.mark.slow
@@ -57,11 +58,11 @@ def test_gin_learns_cora_and_compiles_alike(cora_runs):
     eager = cora_runs("model=gin", "train.epochs=40", "train.warmup_epochs=2")
     compiled = cora_runs("model=gin", "train.epochs=40", "train.warmup_epochs=2",
                          "compile=true")
-    assert eager["status"] == compiled["status"] == "ok"
-    assert eager["accuracy"]["test_at_best_val"] > 0.70
-    assert abs(compiled["accuracy"]["test_at_best_val"]
-               - eager["accuracy"]["test_at_best_val"]) <= 0.02
-    assert compiled["compile"]["graph_breaks"] == 0
+    assert eager.status == compiled.status == "ok"
+    assert eager.accuracy.test_at_best_val > 0.70
+    assert abs(compiled.accuracy.test_at_best_val
+               - eager.accuracy.test_at_best_val) <= 0.02
+    assert compiled.compile.graph_breaks == 0
 
 
 def test_gin_learns_a_power_law_graph_with_the_arxiv_size_preset(run):
@@ -71,17 +72,17 @@ def test_gin_learns_a_power_law_graph_with_the_arxiv_size_preset(run):
     small = ("model=gin", "workload=synthetic-arxiv", "dataset.num_nodes=4000",
              "dataset.num_edges=28000", "train.epochs=20", "train.warmup_epochs=1")
     normed = run(*small)
-    assert normed["status"] == "ok", normed["reason"]
-    assert normed["config"]["model"]["mlp_norm"] is True
-    assert normed["accuracy"]["test_at_best_val"] >= 0.9
+    assert normed.status == "ok", normed.reason
+    assert normed.config.model.mlp_norm is True
+    assert normed.accuracy.test_at_best_val >= 0.9
     plain = run(*small, "model.mlp_norm=false")
-    assert plain["status"] == "ok", plain["reason"]
-    assert plain["accuracy"]["test_at_best_val"] <= 0.3
+    assert plain.status == "ok", plain.reason
+    assert plain.accuracy.test_at_best_val <= 0.3
     # A run that did not learn says so: in its record, on the console, in the report.
-    assert 0 < plain["accuracy"]["chance"] == normed["accuracy"]["chance"] < 0.2
-    assert plain["accuracy"]["near_chance"] is True and normed["accuracy"]["near_chance"] is False
+    assert 0 < plain.accuracy.chance == normed.accuracy.chance < 0.2
+    assert plain.accuracy.near_chance is True and normed.accuracy.near_chance is False
     assert "near chance" in format_summary(plain) and "near chance" not in format_summary(normed)
-    rows = {r["variant"] + str(r["near_chance_runs"]): r for r in build_rows([plain, normed])}
+    rows = {r.variant + str(r.near_chance_runs): r for r in build_rows([plain, normed])}
     assert set(rows) == {"eager1", "eager0"}
     table = to_markdown([rows["eager1"], rows["eager0"]]).splitlines()
     assert "1 near chance" in table[2] and "near chance" not in table[3]
@@ -102,31 +103,31 @@ def test_committed_gin_records_keep_their_setting_after_mlp_norm():
         return record, OmegaConf.to_container(config.compose_config(kept), resolve=True)
 
     record, today = pair("matrix-cora", "36_gin-cora-eager-s0")
-    assert record["config"]["model"]["mlp_norm"] is False is today["model"]["mlp_norm"]
+    assert record.config.model.mlp_norm is False is today["model"]["mlp_norm"]
     assert identity.record_setting_key(record) == identity.setting_key(today, "cuda")
     record, today = pair("matrix-arxiv", "54_gin-synthetic-arxiv-eager-s0")
-    assert record["schema_version"] == 4 and record["config"]["model"]["mlp_norm"] is False
+    assert record.schema_version == 4 and record.config.model.mlp_norm is False
     assert today["model"]["mlp_norm"] is True
     assert identity.record_setting_key(record) != identity.setting_key(today, "cuda")
     gcn, _ = pair("matrix-arxiv", "0_gcn-synthetic-arxiv-eager-s0")
-    assert "mlp_norm" not in gcn["config"]["model"]
+    assert not gcn.config.model.has("mlp_norm")
 
 
 def test_bf16_runs_on_cpu_and_records_its_precision(run):
     result = run("train.precision=bf16", "train.epochs=20", "train.warmup_epochs=2")
-    assert result["status"] == "ok", result["reason"]
-    assert result["config"]["train"]["precision"] == "bf16"
-    assert result["accuracy"]["test_at_best_val"] > 0.5  # still learns (chance: 1/7)
+    assert result.status == "ok", result.reason
+    assert result.config.train.precision == "bf16"
+    assert result.accuracy.test_at_best_val > 0.5  # still learns (chance: 1/7)
 
 
 @pytest.mark.parametrize("layout", ["csr", "edge_index"])
 def test_each_layout_learns_what_coo_learns(cora_runs, layout):
     coo = cora_runs("train.epochs=60")
     other = cora_runs("train.epochs=60", f"graph.layout={layout}")
-    assert other["status"] == "ok", other["reason"]
-    assert other["graph"]["layout"] == layout and other["graph"]["convert_s"] >= 0
-    assert abs(other["accuracy"]["test_at_best_val"]
-               - coo["accuracy"]["test_at_best_val"]) <= 0.02
+    assert other.status == "ok", other.reason
+    assert other.graph["layout"] == layout and other.graph["convert_s"] >= 0
+    assert abs(other.accuracy.test_at_best_val
+               - coo.accuracy.test_at_best_val) <= 0.02
 
 
 @pytest.mark.slow
@@ -137,16 +138,16 @@ def test_compiled_sparse_layouts_end_with_a_reason(cora_runs, layout):
     Inductor fails on EdgeIndex)."""
     result = cora_runs("train.epochs=4", "train.warmup_epochs=1", "compile=true",
                        f"graph.layout={layout}")
-    assert result["status"] in ("ok", "graph_break", "compile_error"), result["reason"]
-    if result["status"] != "ok":
-        assert result["reason"] and "\n" not in result["reason"]
-        assert "raised:)" not in result["reason"] or ": " in result["reason"].split(")")[1]
+    assert result.status in ("ok", "graph_break", "compile_error"), result.reason
+    if result.status != "ok":
+        assert result.reason and "\n" not in result.reason
+        assert "raised:)" not in result.reason or ": " in result.reason.split(")")[1]
 
 
 def test_the_captured_eager_step_needs_cuda(run):
     result = run("variant=eager-captured", "train.epochs=3", "train.warmup_epochs=1")
-    assert result["status"] == "error"
-    assert "capture=true needs a CUDA device" in result["reason"]
+    assert result.status == "error"
+    assert "capture=true needs a CUDA device" in result.reason
 
 
 def test_precision_and_layout_are_settings_and_old_records_read_as_fp32_coo():
@@ -165,15 +166,18 @@ def test_precision_and_layout_are_settings_and_old_records_read_as_fp32_coo():
 
 
 def test_three_speedups_come_from_the_same_records():
-    def run(name: str, compiled: bool, train: float, evals: float, wall: float) -> dict:
+    def run(name: str, compiled: bool, train: float, evals: float, wall: float) -> Record:
         epochs = [{"train_s": train * (1 + i / 100), "eval_s": evals * (1 + i / 100),
                    "epoch_wall_s": wall * (1 + i / 100)} for i in range(8)]
-        return {"name": name, "status": "ok", "epochs": epochs,
-                "timing": {"warmup_epochs": 2, "compile_overhead_s": 1.0 if compiled else None},
-                "accuracy": {"test_at_best_val": 0.8}, "memory": {"peak_bytes": 10}}
+        cfg = OmegaConf.to_container(config.compose_config([f"compile={str(compiled).lower()}"]),
+                                     resolve=True)
+        return Record.model_validate({
+            "name": name, "status": "ok", "epochs": epochs, "config": cfg,
+            "timing": {"warmup_epochs": 2, "compile_overhead_s": 1.0 if compiled else None},
+            "accuracy": {"test_at_best_val": 0.8}, "memory": {"peak_bytes": 10}})
 
     c = compare.compare([run("e", False, 4.0, 2.0, 7.0)], [run("c", True, 1.0, 1.0, 3.5)])
-    assert c["speedup"] == pytest.approx(4.0)
-    assert c["inference"]["speedup"] == pytest.approx(2.0)
-    assert c["epoch"]["speedup"] == pytest.approx(2.0)
-    assert c["epoch"]["speedup_ci95"][0] <= 2.0 <= c["epoch"]["speedup_ci95"][1]
+    assert c.speedup == pytest.approx(4.0)
+    assert c.inference.speedup == pytest.approx(2.0)
+    assert c.epoch.speedup == pytest.approx(2.0)
+    assert c.epoch.speedup_ci95[0] <= 2.0 <= c.epoch.speedup_ci95[1]

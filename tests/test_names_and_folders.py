@@ -32,8 +32,8 @@ def test_a_model_name_with_a_path_is_refused_before_any_folder(tmp_path):
 
 def test_a_dataset_name_with_a_path_makes_no_cache_file_outside_data_dir(run_in, tmp_path):
     result = run_in("dataset.name=../../escaped", "train.epochs=2")
-    assert result["status"] == "error" and result["input_error"] is True
-    assert "dataset.name='../../escaped' becomes a file name" in result["reason"]
+    assert result.status == "error" and result.input_error is True
+    assert "dataset.name='../../escaped' becomes a file name" in result.reason
     assert not list(tmp_path.parent.rglob("*escaped*"))
 
 

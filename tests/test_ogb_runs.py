@@ -30,15 +30,15 @@ def test_arxiv_preset_runs_through_ogb(run, ogb_mirror, tmp_path):
     result = run("experiment=arxiv-gcn", f"data_mirror={ogb_mirror}",
                  f"data_dir={tmp_path / 'cache'}", "train.epochs=20", "train.warmup_epochs=2",
                  "wandb.mode=disabled")
-    assert result["status"] == "ok", result["reason"]
-    info = result["dataset"]
-    assert info["source"] == "ogb" and info["eval_metric"] == "acc" and info["undirected"]
-    assert info["num_nodes"] == 600 and info["num_classes"] == 40
-    assert info["split_sizes"] == {"train": 300, "val": 120, "test": 180}
-    cfg = result["config"]
-    assert (cfg["model"]["num_layers"], cfg["model"]["hidden"], cfg["train"]["epochs"]) == \
+    assert result.status == "ok", result.reason
+    info = result.dataset
+    assert info.source == "ogb" and info.eval_metric == "acc" and info.undirected
+    assert info.num_nodes == 600 and info.num_classes == 40
+    assert info.split_sizes.model_dump() == {"train": 300, "val": 120, "test": 180}
+    cfg = result.config
+    assert (cfg.model.num_layers, cfg.model.hidden, cfg.train.epochs) == \
         (3, 256, 20)
-    assert result["accuracy"]["test_at_best_val"] > 0.5  # chance is 1/40
+    assert result.accuracy.test_at_best_val > 0.5  # chance is 1/40
 
 
 @pytest.mark.slow
@@ -46,9 +46,9 @@ def test_products_preset_minibatch_with_compile(run, ogb_mirror, tmp_path):
     result = run("experiment=products-sage", f"data_mirror={ogb_mirror}",
                  f"data_dir={tmp_path / 'cache'}", "train.epochs=3", "train.warmup_epochs=1",
                  "train.batch_size=128", "compile=true", "wandb.mode=disabled")
-    assert result["status"] == "ok", result["reason"]
-    assert result["batching"]["fanouts"] == [15, 10, 5]
-    assert result["batching"]["batches_per_epoch"] == 3  # 300 training nodes
-    assert result["dataset"]["num_classes"] == 47
-    assert all(r["recompiles_this_epoch"] == 0 for r in result["epochs"][1:])
-    assert torch.isfinite(torch.tensor([r["loss"] for r in result["epochs"]])).all()
+    assert result.status == "ok", result.reason
+    assert result.batching.fanouts == [15, 10, 5]
+    assert result.batching.batches_per_epoch == 3  # 300 training nodes
+    assert result.dataset.num_classes == 47
+    assert all(r.recompiles_this_epoch == 0 for r in result.epochs[1:])
+    assert torch.isfinite(torch.tensor([r.loss for r in result.epochs])).all()

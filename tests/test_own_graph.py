@@ -58,13 +58,13 @@ def save(data: Data, path: Path) -> Path:
 def test_a_saved_graph_trains(run, tmp_path, suffix, masks):
     path = save(graph(masks), tmp_path / f"mine{suffix}")
     result = run("dataset=file", f"dataset.path={path}", *QUICK)
-    assert result["status"] == "ok", result["reason"]
-    assert result["name"] == "gcn-mine-eager-s0"
-    info = result["dataset"]
-    assert info["num_nodes"] == N and info["num_classes"] == 3 and info["source"] == "file"
-    assert info["split"]["kind"] == ("own masks" if masks else "seeded random")
-    assert info["split_sizes"]["train"] == (30 if masks else 72)
-    assert result["config"]["dataset"]["sha256"] == info["sha256"]
+    assert result.status == "ok", result.reason
+    assert result.name == "gcn-mine-eager-s0"
+    info = result.dataset
+    assert info.num_nodes == N and info.num_classes == 3 and info.source == "file"
+    assert info.split["kind"] == ("own masks" if masks else "seeded random")
+    assert info.split_sizes.train == (30 if masks else 72)
+    assert result.config.dataset.sha256 == info.sha256
 
 
 BAD = {  # name: (a change to the graph, the suffix, what the error line says)
@@ -96,9 +96,9 @@ def test_a_bad_file_is_one_line_naming_the_field(run, tmp_path, kind):
             data[key] = value
     path = save(data, tmp_path / f"bad{suffix}")
     result = run("dataset=file", f"dataset.path={path}", *QUICK)
-    assert result["status"] == "error" and result.get("input_error") is True
-    assert expected in result["reason"], result["reason"]
-    assert result["reason"].startswith(f"dataset.path='{path}'") and "\n" not in result["reason"]
+    assert result.status == "error" and result.get("input_error") is True
+    assert expected in result.reason, result.reason
+    assert result.reason.startswith(f"dataset.path='{path}'") and "\n" not in result.reason
 
 
 class Payload:
@@ -121,15 +121,15 @@ def test_a_pickle_payload_runs_no_code(run, tmp_path, suffix):
         torch.save({"x": Payload(marker), "edge_index": torch.zeros(2, 0)}, path)
     marker.unlink(missing_ok=True)  # np.savez / torch.save did not unpickle, but be sure
     result = run("dataset=file", f"dataset.path={path}", *QUICK)
-    assert result["status"] == "error" and result.get("input_error") is True
-    assert "cannot be" in result["reason"] and "\n" not in result["reason"]
+    assert result.status == "error" and result.get("input_error") is True
+    assert "cannot be" in result.reason and "\n" not in result.reason
     assert not marker.exists()
 
 
 def test_missing_path_says_what_to_give(run, tmp_path):
-    assert "dataset=file needs dataset.path" in run("dataset=file", *QUICK)["reason"]
+    assert "dataset=file needs dataset.path" in run("dataset=file", *QUICK).reason
     missing = run("dataset=file", f"dataset.path={tmp_path / 'nope.pt'}", *QUICK)
-    assert "is not a file" in missing["reason"] and missing["input_error"] is True
+    assert "is not a file" in missing.reason and missing.input_error is True
 
 
 def _key(path: Path) -> str:
@@ -169,16 +169,16 @@ FAKE = ("dataset=pyg", "dataset._target_=torch_geometric.datasets.FakeDataset",
 
 def test_a_pyg_dataset_without_splits_gets_a_seeded_one(run):
     result = run(*FAKE, *QUICK)
-    assert result["status"] == "ok", result["reason"]
-    assert result["name"] == "gcn-fakedataset-eager-s0"
-    assert result["dataset"]["split"] == {"kind": "seeded random", "train_fraction": 0.6,
+    assert result.status == "ok", result.reason
+    assert result.name == "gcn-fakedataset-eager-s0"
+    assert result.dataset.split == {"kind": "seeded random", "train_fraction": 0.6,
                                           "val_fraction": 0.2, "seed": 0}
-    assert result["dataset"]["source"] == "pyg"
+    assert result.dataset.source == "pyg"
 
 
 def test_a_graph_level_pyg_dataset_is_refused(run):
     result = run(*FAKE, "+dataset.args.num_graphs=3", *QUICK)
-    assert result["status"] == "error" and "holds 3 graphs" in result["reason"]
+    assert result.status == "error" and "holds 3 graphs" in result.reason
 
 
 @pytest.fixture
@@ -192,14 +192,14 @@ def planetoid_mirror(tmp_path, mirror) -> Path:
 def test_a_pyg_dataset_comes_from_the_mirror_with_its_own_splits(run_in, planetoid_mirror):
     result = run_in("dataset=pyg", "dataset._target_=torch_geometric.datasets.Planetoid",
                     "+dataset.args.name=Cora", f"data_mirror={planetoid_mirror}", *QUICK)
-    assert result["status"] == "ok", result["reason"]
-    assert result["name"] == "gcn-planetoid-cora-eager-s0"
-    assert result["dataset"]["split"] == {"kind": "own masks"}
-    assert result["dataset"]["split_sizes"] == {"train": 140, "val": 500, "test": 1000}
+    assert result.status == "ok", result.reason
+    assert result.name == "gcn-planetoid-cora-eager-s0"
+    assert result.dataset.split == {"kind": "own masks"}
+    assert result.dataset.split_sizes.model_dump() == {"train": 140, "val": 500, "test": 1000}
 
 
 def test_a_pyg_dataset_is_never_downloaded_unless_allowed(run_in):
     result = run_in("dataset=pyg", "dataset._target_=torch_geometric.datasets.Planetoid",
                     "+dataset.args.name=Cora", *QUICK)
-    assert result["status"] == "error" and result["input_error"] is True
-    assert "dataset.download=true" in result["reason"] and "ind.cora.x" in result["reason"]
+    assert result.status == "error" and result.input_error is True
+    assert "dataset.download=true" in result.reason and "ind.cora.x" in result.reason

@@ -70,9 +70,9 @@ def test_a_model_that_breaks_the_contract_is_one_error_before_training(run, tmp_
     (tmp_path / f"broken_{kind}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     result = run("model=custom", f"model._target_=broken_{kind}.Net", *QUICK)
-    assert result["status"] == "error" and result.get("input_error") is True
-    assert expected in result["reason"] and "\n" not in result["reason"]
-    assert result["epochs"] == []
+    assert result.status == "error" and result.get("input_error") is True
+    assert expected in result.reason and "\n" not in result.reason
+    assert result.epochs == []
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
@@ -84,16 +84,16 @@ def test_a_model_that_breaks_the_contract_is_one_error_before_training(run, tmp_
 ])
 def test_bad_custom_model_settings_are_one_line(run, user_dir, overrides, expected):
     result = run("model=custom", *overrides, *QUICK)
-    assert result["status"] == "error" and result.get("input_error") is True
-    assert expected in result["reason"] and "\n" not in result["reason"]
+    assert result.status == "error" and result.get("input_error") is True
+    assert expected in result.reason and "\n" not in result.reason
 
 
 def test_custom_model_trains_with_its_own_options(run, user_dir):
     result = run("model=custom", "model._target_=mymodel.Net", "+model.hidden=8", *QUICK)
-    assert result["status"] == "ok", result["reason"]
-    assert result["name"] == "Net-synthetic-eager-s0"
-    assert result["config"]["model"]["hidden"] == 8
-    assert len(result["epochs"]) == 3 and result["accuracy"] is not None
+    assert result.status == "ok", result.reason
+    assert result.name == "Net-synthetic-eager-s0"
+    assert result.config.model.hidden == 8
+    assert len(result.epochs) == 3 and result.accuracy is not None
 
 
 def test_edge_weights_reach_a_forward_that_takes_them(run, tmp_path, monkeypatch):
@@ -112,7 +112,7 @@ def test_edge_weights_reach_a_forward_that_takes_them(run, tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     result = run("model=custom", "model._target_=weighted.Net", "model.graph_inputs=gcn-norm",
                  "model.in_channels_arg=dim_in", "model.out_channels_arg=dim_out", *QUICK)
-    assert result["status"] == "ok", result["reason"]
+    assert result.status == "ok", result.reason
     import weighted
 
     assert weighted.SEEN and all(weighted.SEEN)
@@ -121,9 +121,9 @@ def test_edge_weights_reach_a_forward_that_takes_them(run, tmp_path, monkeypatch
 def test_minibatch_training_runs_the_model_on_sampled_subgraphs(run, user_dir):
     result = run("model=custom", "model._target_=mymodel.Net", "train.batching=neighbor",
                  "train.fanouts=[5,5]", "train.batch_size=64", *QUICK)
-    assert result["status"] == "ok", result["reason"]
-    assert result["batching"]["inference"] == "sampled subgraphs"
-    assert result["accuracy"]["final"]["test"] is not None
+    assert result.status == "ok", result.reason
+    assert result.batching.inference == "sampled subgraphs"
+    assert result.accuracy.final["test"] is not None
 
 
 def _key(*overrides: str) -> str:
@@ -157,14 +157,14 @@ def test_graph_breaks_and_recompiles_name_the_users_line(run, user_dir):
     """fullgraph=false: the run goes on; each break is recorded with the user's frame."""
     result = run("model=custom", "model._target_=mymodel.BrokenNet", "compile=true",
                  "compiler.fullgraph=false", *QUICK)
-    assert result["status"] == "ok", result["reason"]
+    assert result.status == "ok", result.reason
     line = line_of(user_dir / "mymodel.py", "if x.abs().max() > 10:")
-    sites = result["compile"]["graph_break_sites"]
+    sites = result.compile.graph_break_sites
     users = [s["user"] for s in sites if s["user"]]
     assert any(u["file"] == str(user_dir / "mymodel.py") and u["line"] == line for u in users)
     assert all(s["explanation"] for s in sites)
     assert any(r["file"] == str(user_dir / "mymodel.py")
-               for r in result["compile"]["recompile_sites"])
+               for r in result.compile.recompile_sites)
     summary = format_summary(result)
     assert f"mymodel.py:{line} in forward" in summary and "recompiled: " in summary
 

@@ -60,17 +60,17 @@ def paired(tmp_path_factory, data_dir, mirror):
 @pytest.mark.parametrize("model", MODELS)
 def test_trains_eager_and_compiled_on_cora(paired, tmp_path_factory, data_dir, mirror, model):
     result = paired(model)
-    assert result["status"] == "ok", result["reason"]
-    assert len(result["epochs"]) == PAIRED_EPOCHS.get(model, 200)
-    assert result["compile"]["graph_breaks"] == 0 and result["compile"]["graphs"] >= 1
-    assert result["comparison"]["speedup"] > 0
+    assert result.status == "ok", result.reason
+    assert len(result.epochs) == PAIRED_EPOCHS.get(model, 200)
+    assert result.compile.graph_breaks == 0 and result.compile.graphs >= 1
+    assert result.comparison.speedup > 0
     if model in LOSS_ONLY:
-        for losses in ([e["eager_loss"] for e in result["epochs"]],
-                       [e["loss"] for e in result["epochs"]]):
+        for losses in ([e.eager_loss for e in result.epochs],
+                       [e.loss for e in result.epochs]):
             assert losses[-1] < 0.9 * losses[0], losses
         return
-    eager = result["paired"]["accuracy"]["test_at_best_val"]
-    compiled = result["accuracy"]["test_at_best_val"]
+    eager = result.paired.accuracy.test_at_best_val
+    compiled = result.accuracy.test_at_best_val
     # The compiled model draws other dropout masks (Inductor's own RNG): it learns alike.
     assert abs(compiled - eager) <= 0.05, (compiled, eager)
 
@@ -82,13 +82,13 @@ def test_trains_eager_and_compiled_on_cora(paired, tmp_path_factory, data_dir, m
     for seed in SEEDS.get(model, (0,)):
         if model in PAIRED_EPOCHS:  # the full schedule eager; compiled, a shorter one above
             run = _run(tmp_path_factory, data_dir, mirror, model, f"train.seed={seed}")
-            assert run["status"] == "ok", run["reason"]
-            accuracies.append(run["accuracy"]["test_at_best_val"])
+            assert run.status == "ok", run.reason
+            accuracies.append(run.accuracy.test_at_best_val)
         else:  # eager and compiled, each seed paired (its compile hits the FX-graph cache)
             run = paired(model, seed)
-            assert run["status"] == "ok", run["reason"]
-            accuracies += [run["paired"]["accuracy"]["test_at_best_val"],
-                           run["accuracy"]["test_at_best_val"]]
+            assert run.status == "ok", run.reason
+            accuracies += [run.paired.accuracy.test_at_best_val,
+                           run.accuracy.test_at_best_val]
     assert low <= statistics.fmean(accuracies) <= high, accuracies
 
 

@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from gnnbench import config
-from gnnbench.records import compare, identity, schema, store
+from gnnbench.records import compare, identity, model, schema, store
 from gnnbench.report.rows import build_rows
 
 
@@ -52,9 +52,9 @@ def test_records_of_older_versions_are_upgraded_on_read(tmp_path):
     del old["cuda_graph_audit"]
     (tmp_path / "results.json").write_text(json.dumps(old))
     record = store.read(tmp_path)
-    assert record["schema_version"] == 1 and record["cuda_graph_audit"] is None
-    fresh = schema.new_record(config.compose_config([]))
-    assert fresh["schema_version"] == schema.SCHEMA_VERSION >= 2
+    assert record.schema_version == 1 and record.cuda_graph_audit is None
+    fresh = model.new_record(config.compose_config([]), "fresh")
+    assert fresh.schema_version == schema.SCHEMA_VERSION >= 2
 
 
 def test_unreadable_records_are_skipped_with_their_name(tmp_path, capsys):
@@ -119,9 +119,10 @@ def fake_run(name: str, compiled: bool, steps: list[float], seed: int = 0,
 
 
 def test_report_rows_do_not_depend_on_record_order():
-    runs = [fake_run(f"e{s}", False, [2.0 + 0.01 * i for i in range(6)], seed=s)
+    runs = [model.parse(fake_run(f"e{s}", False, [2.0 + 0.01 * i for i in range(6)], seed=s))
             for s in range(3)]
-    runs += [fake_run(f"c{s}", True, [1.0 + 0.01 * i for i in range(6)], seed=s, acc=0.79)
+    runs += [model.parse(fake_run(f"c{s}", True, [1.0 + 0.01 * i for i in range(6)], seed=s,
+                                  acc=0.79))
              for s in range(3)]
     expected = build_rows(runs)
     for seed in range(5):
@@ -129,11 +130,11 @@ def test_report_rows_do_not_depend_on_record_order():
         random.Random(seed).shuffle(shuffled)
         assert build_rows(shuffled) == expected
     [_, row] = expected
-    assert row["speedup"] == pytest.approx(2.025 / 1.025)
-    assert row["test_acc_delta"] == pytest.approx(-0.01)
+    assert row.speedup == pytest.approx(2.025 / 1.025)
+    assert row.test_acc_delta == pytest.approx(-0.01)
     # The same function gives one run's own comparison.
     one = compare.compare([runs[0]], [runs[3]])
-    assert one["speedup"] == pytest.approx(row["speedup"])
+    assert one.speedup == pytest.approx(row.speedup)
 
 
 def test_world_size_is_part_of_the_setting_and_not_of_its_scaling_reference():
@@ -163,7 +164,7 @@ def test_records_before_ddp_read_as_one_process_runs(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(
         {**fake_run("old", False, [1.0, 1.1]), "schema_version": 3, "config": old}))
     record = store.read(tmp_path)
-    assert record["config"]["train"]["distributed"] == "none"
-    assert record["config"]["train"]["world_size"] == 1 and record["distributed"] is None
+    assert record.config.train.distributed == "none"
+    assert record.config.train.world_size == 1 and record.distributed is None
     assert identity.record_setting_key(record) == identity.setting_key(
         composed("compile=true"), "cpu")

@@ -14,8 +14,9 @@ from support import record_claims
 
 from gnnbench import config
 from gnnbench.records import identity, schema, store
+from gnnbench.records.model import Record
 from gnnbench.report import headline
-from gnnbench.report.rows import build_rows
+from gnnbench.report.rows import Row, build_rows
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results" / "h200-reference"
@@ -25,7 +26,7 @@ MACHINE_KEYS = ("data_dir", "data_mirror")
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict]:
+def rows() -> list[Row]:
     return build_rows(store.find([RESULTS]))
 
 
@@ -61,7 +62,7 @@ def record_problems(record: dict, composed: dict) -> list[str]:
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name)
 def test_each_run_claims_what_the_preset_composes_today(path):
-    assert record_problems(store.read(path), composed_today(path)) == []
+    assert record_problems(store.read(path).dump(), composed_today(path)) == []
 
 
 def test_a_new_key_with_a_default_keeps_committed_records_valid(monkeypatch):
@@ -79,12 +80,13 @@ def test_a_new_key_with_a_default_keeps_committed_records_valid(monkeypatch):
         "train.tmp_knob: composes 0, but ADDED_KEYS says old records mean 1"]
     monkeypatch.setitem(schema.ADDED_KEYS, "train.tmp_knob", (schema.SCHEMA_VERSION + 1, 0))
     assert record_problems(record, composed) == []
-    upgraded = schema.upgrade(json.loads(path.read_text()))
-    assert upgraded["config"]["train"]["tmp_knob"] == 0
+    upgraded = Record.model_validate(schema.upgrade(json.loads(path.read_text())))
+    assert upgraded.config.train.tmp_knob == 0
     device = identity.device_type(upgraded)
     assert identity.record_setting_key(upgraded) == identity.setting_key(composed, device)
     # Without the upgrade the old record would not match: the declaration is what keeps it.
-    assert identity.record_setting_key(record) != identity.setting_key(composed, device)
+    assert identity.record_setting_key(Record.model_validate(record)) != identity.setting_key(
+        composed, device)
 
 
 def test_readme_headline_is_made_from_the_report(rows):
@@ -95,11 +97,11 @@ def test_readme_headline_is_made_from_the_report(rows):
 
 def test_whole_step_rows_keep_the_published_accuracy(rows):
     """Cora GCN, Kipf & Welling: 81.5 %; a faster step must not learn something else."""
-    by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows}
+    by_key = {(r.model, r.dataset, r.variant): r for r in rows}
     whole = by_key[("gcn", "cora", "compile-reduce-overhead step")]
-    assert whole["runs"] == "3/3 ok"
-    assert 0.79 <= whole["test_acc_mean"] <= 0.84
-    assert abs(whole["test_acc_delta"]) <= 0.01
+    assert whole.runs == "3/3 ok"
+    assert 0.79 <= whole.test_acc_mean <= 0.84
+    assert abs(whole.test_acc_delta) <= 0.01
 
 
 def test_update_readme_needs_its_markers(tmp_path):
@@ -115,9 +117,9 @@ def test_update_readme_needs_its_markers(tmp_path):
 def test_the_report_shows_the_cold_compile_beside_the_median(rows):
     """Autotuning pays minutes once per machine, seconds once cached: a median over seeds
     alone would hide the first run's cost, so the report carries the max too."""
-    by_key = {(r["model"], r["dataset"], r["variant"]): r for r in rows}
+    by_key = {(r.model, r.dataset, r.variant): r for r in rows}
     autotuned = by_key[("gcn", "synthetic-arxiv", "compile-max-autotune-no-cudagraphs")]
-    assert autotuned["compile_overhead_max_s"] > 60 > autotuned["compile_overhead_s"]
+    assert autotuned.compile_overhead_max_s > 60 > autotuned.compile_overhead_s
     for row in rows:
-        if row["compile_overhead_s"] is not None:
-            assert row["compile_overhead_max_s"] >= row["compile_overhead_s"]
+        if row.compile_overhead_s is not None:
+            assert row.compile_overhead_max_s >= row.compile_overhead_s

@@ -134,21 +134,21 @@ def test_a_truncated_or_foreign_synthetic_cache_is_regenerated(run_in, capsys):
     """Defect 4: a truncated cache, garbage, and a cache made for another seed are each
     regenerated with one warning naming the file, never used."""
     first = run_in("train.epochs=2")
-    path = Path(first["dataset"]["cache_file"])
+    path = Path(first.dataset.cache_file)
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])
     again = run_in("train.epochs=2")
-    assert again["status"] == "ok" and again["dataset"]["from_cache"] is False
+    assert again.status == "ok" and again.dataset.from_cache is False
     assert f"cache file {path} is unusable" in capsys.readouterr().err
     path.write_bytes(b"not a torch file at all")
-    assert run_in("train.epochs=2")["dataset"]["from_cache"] is False
+    assert run_in("train.epochs=2").dataset.from_cache is False
     assert str(path) in capsys.readouterr().err
-    other = Path(run_in("train.epochs=2", "dataset.seed=1")["dataset"]["cache_file"])
+    other = Path(run_in("train.epochs=2", "dataset.seed=1").dataset.cache_file)
     shutil.copyfile(other, path)  # another seed's graph under this seed's name
     third = run_in("train.epochs=2")
-    assert third["dataset"]["from_cache"] is False and "other parameters" in \
+    assert third.dataset.from_cache is False and "other parameters" in \
         capsys.readouterr().err
-    assert third["epochs"][0]["loss"] == first["epochs"][0]["loss"]  # the seed-0 graph
+    assert third.epochs[0].loss == first.epochs[0].loss  # the seed-0 graph
 
 
 def test_a_truncated_raw_or_processed_planetoid_file_is_replaced(run_in, mirror, tmp_path,
@@ -160,14 +160,14 @@ def test_a_truncated_raw_or_processed_planetoid_file_is_replaced(run_in, mirror,
     raw.write_bytes(raw.read_bytes()[:100])
     shutil.rmtree(tmp_path / "data" / "Cora" / "processed")
     again = run_in("dataset=cora", f"data_mirror={mirror}", "train.epochs=2")
-    assert again["status"] == "ok" and f"{raw} is not the official" in capsys.readouterr().err
+    assert again.status == "ok" and f"{raw} is not the official" in capsys.readouterr().err
     processed = tmp_path / "data" / "Cora" / "processed" / "data.pt"
     processed.write_bytes(processed.read_bytes()[:200])
     third = run_in("dataset=cora", f"data_mirror={mirror}", "train.epochs=2")
-    assert third["status"] == "ok", third["reason"]
+    assert third.status == "ok", third.reason
     err = capsys.readouterr().err  # checked before PyG opens it: not plain data, re-made
     assert f"{processed} is not plain data" in err and "processing again" in err
-    assert third["epochs"][0]["loss"] == first["epochs"][0]["loss"]
+    assert third.epochs[0].loss == first.epochs[0].loss
 
 
 class _Marker:
@@ -190,8 +190,8 @@ def test_a_crafted_raw_file_in_a_mirror_is_never_unpickled(run_in, mirror, tmp_p
     target.chmod(0o644)
     target.write_bytes(pickle.dumps(_Marker(str(marker))))
     result = run_in("dataset=cora", f"data_mirror={crafted}", "train.epochs=2")
-    assert result["status"] == "error" and str(target) in result["reason"]
-    assert "not the official Planetoid file" in result["reason"]
+    assert result.status == "error" and str(target) in result.reason
+    assert "not the official Planetoid file" in result.reason
     assert not marker.exists()
 
 
@@ -201,11 +201,11 @@ def test_a_huge_learning_rate_ends_as_diverged_at_the_first_bad_epoch(run_in):
     """Defect 5: lr=1e30 is not `ok` with accuracy at chance: the run stops at the first
     non-finite loss and says which epoch."""
     result = run_in("train.lr=1e30", "train.epochs=50")
-    assert result["status"] == "diverged", result["reason"]
-    bad = len(result["epochs"]) - 1
-    assert result["reason"].endswith(f"at epoch {bad}") and "non-finite loss" in result["reason"]
-    assert not math.isfinite(result["epochs"][bad]["loss"])  # JSON holds it as null
-    assert all(math.isfinite(r["loss"]) for r in result["epochs"][:bad])
+    assert result.status == "diverged", result.reason
+    bad = len(result.epochs) - 1
+    assert result.reason.endswith(f"at epoch {bad}") and "non-finite loss" in result.reason
+    assert not math.isfinite(result.epochs[bad].loss)  # JSON holds it as null
+    assert all(math.isfinite(r.loss) for r in result.epochs[:bad])
     assert bad < 49
 
 
@@ -296,5 +296,5 @@ def test_the_same_seed_trains_the_same_on_cpu(run_in):
     """Two runs of one seed on the CPU: the same losses and accuracies, epoch by epoch."""
     first, second = run_in("train.epochs=15"), run_in("train.epochs=15")
     for key in ("loss", "train_acc", "val_acc", "test_acc"):
-        assert [r[key] for r in first["epochs"]] == [r[key] for r in second["epochs"]]
-    assert first["accuracy"] == second["accuracy"]
+        assert [getattr(r, key) for r in first.epochs] == [getattr(r, key) for r in second.epochs]
+    assert first.accuracy == second.accuracy

@@ -4,7 +4,6 @@ console summary, W&B's summary and the report (header, single runs, plots in one
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
@@ -15,9 +14,10 @@ from conftest import REPO
 
 from gnnbench.measure import stability
 from gnnbench.records import publish, store
+from gnnbench.records.model import Record
 from gnnbench.report import plots
 from gnnbench.report.cli import write_report
-from gnnbench.report.rows import build_rows
+from gnnbench.report.rows import Row, build_rows
 from gnnbench.report.summary import format_summary
 
 
@@ -106,35 +106,35 @@ def test_machine_state_samples_load_without_a_gpu():
     assert "gpu" not in state
 
 
-def unstable(record: dict) -> dict:
+def unstable(record: Record) -> Record:
     """`record` as if its epochs had alternated like the busy machine's."""
-    out = copy.deepcopy(record)
-    out["stability"] = stability.assess(noisy_series())
-    return out
+    return Record.model_validate({**record.dump(), "stability": stability.assess(noisy_series())})
 
 
 def test_a_real_run_records_stability_and_the_summaries_show_it(run, tmp_path):
     result = run("train.epochs=12", "train.warmup_epochs=2")
-    assert result["status"] == "ok", result["reason"]
-    verdict = result["stability"]
-    assert verdict["checks"]["steady_epochs"] == 10
-    assert verdict["checks"]["spread"] is not None
-    assert verdict["ok"] == (verdict["warnings"] == [])
+    assert result.status == "ok", result.reason
+    verdict = result.stability
+    assert verdict.checks.steady_epochs == 10
+    assert verdict.checks.spread is not None
+    assert verdict.ok == (verdict.warnings == [])
     for when in ("start", "end"):
-        assert verdict["machine"][when]["cpu_count"] >= 1
+        assert verdict.machine[when]["cpu_count"] >= 1
     [on_disk] = store.find([tmp_path])
-    assert on_disk["stability"] == json.loads(json.dumps(verdict))
+    assert on_disk.stability.model_dump() == json.loads(json.dumps(verdict.model_dump()))
 
     bad = unstable(result)
     shown = [line for line in format_summary(bad).splitlines() if line.startswith("  warning:")]
-    assert shown == [f"  warning: {w}" for w in bad["stability"]["warnings"]] != []
-    calm = {**result, "stability": stability.assess(steady_series())}
+    assert shown == [f"  warning: {w}" for w in bad.stability.warnings] != []
+    calm = Record.model_validate({**result.dump(),
+                                  "stability": stability.assess(steady_series())})
     assert "warning:" not in format_summary(calm)
     headline = publish._headline(bad)
     assert headline["unstable"] is True
-    assert headline["stability_warnings"] == len(bad["stability"]["warnings"])
+    assert headline["stability_warnings"] == len(bad.stability.warnings)
     assert publish._headline(calm)["unstable"] is False
-    old = {k: v for k, v in result.items() if k != "stability"}  # a record from before
+    old = Record.model_validate({k: v for k, v in result.dump().items()
+                                 if k != "stability"})  # a record from before
     assert "unstable" not in publish._headline(old) and "warning:" not in format_summary(old)
 
 
@@ -148,13 +148,13 @@ def test_the_report_names_where_and_what_and_lists_unstable_runs(run, tmp_path):
     busy CPUs), the compiled one unstable, plus an old record without the field."""
     result = run("train.epochs=12", "train.warmup_epochs=2")
     folder = tmp_path / "report"
-    write(result, folder / "eager")
-    noisy = unstable(result)
+    write(result.dump(), folder / "eager")
+    noisy = unstable(result).dump()
     noisy["name"] = "gcn-synthetic-compile-default-s0"
     noisy["config"]["compile"] = True
     noisy["compile"] = {"graph_breaks": 0, "recompiles": 0}
     write(noisy, folder / "compiled")
-    old = {k: v for k, v in result.items() if k != "stability"}
+    old = {k: v for k, v in result.dump().items() if k != "stability"}
     old["schema_version"], old["name"] = 2, "gcn-synthetic-eager-s1"
     # ... and it sat wholly in a slow stretch: 20x slower, steady in itself.
     old["epochs"] = [{**e, "train_s": e["train_s"] * 20} for e in old["epochs"]]
@@ -165,16 +165,16 @@ def test_the_report_names_where_and_what_and_lists_unstable_runs(run, tmp_path):
 
     rows = write_report([folder], log_to_wandb=False)
     text = (folder / "report.md").read_text()
-    env = result["env"]
-    assert f"{env['device_name']} (cpu)" in text and f"torch {torch.__version__}" in text
+    env = result.env
+    assert f"{env.device_name} (cpu)" in text and f"torch {torch.__version__}" in text
     assert "12 epochs, the first 2 warm-up (synthetic)" in text
     for link in ("(speedup.png)", "(epoch_times.png)", "(report.csv)"):
         assert link in text
     assert "- **speedup**:" in text  # the column key
 
     eager_row, compiled_row = rows
-    assert eager_row["runs"] == "2/2 ok" and compiled_row["runs"] == "1/1 ok"
-    assert compiled_row["unstable_runs"] == 1 and compiled_row["test_acc_std"] is None
+    assert eager_row.runs == "2/2 ok" and compiled_row.runs == "1/1 ok"
+    assert compiled_row.unstable_runs == 1 and compiled_row.test_acc_std is None
     [line] = [li for li in text.splitlines() if li.startswith("| gcn | synthetic | compile")]
     assert "(1 run)" in line and "±" not in line and "| 1 of 1 unstable |" in line
     [eager_line] = [li for li in text.splitlines() if li.startswith("| gcn | synthetic | eager")]
@@ -205,8 +205,8 @@ def test_plots_have_titles_units_and_the_tables_order(tmp_path):
 
 
 def test_a_speedup_plot_without_a_reference_says_so(tmp_path):
-    rows = [{"model": "gcn", "dataset": "cora", "variant": "compile-default", "speedup": None,
-             "speedup_ci_low": None, "speedup_ci_high": None, "epoch_ms": 2.0}]
+    rows = [Row(model="gcn", dataset="cora", variant="compile-default", speedup=None,
+                speedup_ci_low=None, speedup_ci_high=None, epoch_ms=2.0)]
     drawn = plots.speedup_bars(rows, tmp_path / "speedup.png", "cpu")
     assert "no compiled run has an eager reference" in drawn["title"]
     assert drawn["labels"] == ["gcn/cora  compile-default"]

@@ -119,29 +119,30 @@ def test_seed_repeats_and_paired_measurement(tmp_path, data_dir):
 def test_paired_run_compares_in_one_process(run):
     result = run("model=sage", "compile=true", "train.paired=true", "train.epochs=7",
                  "train.warmup_epochs=2", "wandb.mode=disabled")
-    assert result["status"] == "ok", result["reason"]
-    cmp = result["comparison"]
-    assert cmp["reference"] == "paired eager twin"
-    assert cmp["speedup_ci95"][0] <= cmp["speedup"] <= cmp["speedup_ci95"][1]
-    eager_steps = sorted(r["eager_train_s"] for r in result["epochs"][2:])
-    assert len(eager_steps) == 5 and cmp["eager_step_median_s"] == pytest.approx(eager_steps[2])
+    assert result.status == "ok", result.reason
+    cmp = result.comparison
+    assert cmp.reference == "paired eager twin"
+    assert cmp.speedup_ci95[0] <= cmp.speedup <= cmp.speedup_ci95[1]
+    eager_steps = sorted(r.eager_train_s for r in result.epochs[2:])
+    assert len(eager_steps) == 5 and cmp.eager_step_median_s == pytest.approx(eager_steps[2])
     # Both models learn; Inductor draws its own dropout masks, so the losses differ a little.
-    first, last = result["epochs"][0], result["epochs"][-1]
-    assert last["loss"] < first["loss"] and last["eager_loss"] < first["eager_loss"]
-    assert result["paired"]["loss_max_abs_diff"] == pytest.approx(
-        max(abs(r["loss"] - r["eager_loss"]) for r in result["epochs"]))
-    assert cmp["test_acc_delta"] == pytest.approx(
-        result["accuracy"]["test_at_best_val"] - cmp["eager_test_acc"])
+    first, last = result.epochs[0], result.epochs[-1]
+    assert last.loss < first.loss and last.eager_loss < first.eager_loss
+    assert result.paired.loss_max_abs_diff == pytest.approx(
+        max(abs(r.loss - r.eager_loss) for r in result.epochs))
+    assert cmp.test_acc_delta == pytest.approx(
+        result.accuracy.test_at_best_val - cmp.eager_test_acc)
 
 
 def test_speedup_plot_draws_rows_without_a_ci(tmp_path):
     """Products-size rows can have too few epochs for a CI: the plot still shows their bar
     (and a row with a CI its interval) instead of failing the whole report."""
     from gnnbench.report import plots
+    from gnnbench.report.rows import Row
 
-    rows = [{"model": "sage", "dataset": "p", "variant": "compile-default", "speedup": 1.3,
-             "speedup_ci_low": None, "speedup_ci_high": None},
-            {"model": "gcn", "dataset": "cora", "variant": "compile-default", "speedup": 1.1,
-             "speedup_ci_low": 1.0, "speedup_ci_high": 1.2}]
+    rows = [Row(model="sage", dataset="p", variant="compile-default", speedup=1.3,
+                speedup_ci_low=None, speedup_ci_high=None),
+            Row(model="gcn", dataset="cora", variant="compile-default", speedup=1.1,
+                speedup_ci_low=1.0, speedup_ci_high=1.2)]
     plots.speedup_bars(rows, tmp_path / "speedup.png")
     assert (tmp_path / "speedup.png").stat().st_size > 0

@@ -29,39 +29,39 @@ def wandb_env(tmp_path, monkeypatch):
 
 def test_offline_run_reads_back_what_the_run_recorded(run):
     result = run("model=sage", "dataset=cora", "wandb.tags=[nightly]", *QUICK, *OFFLINE)
-    assert result["status"] == "ok"
-    w = read_run(result["wandb_dir"], wait=30)
-    assert w.name == "sage-cora-eager-s0" == result["name"]
+    assert result.status == "ok"
+    w = read_run(result.wandb_dir, wait=30)
+    assert w.name == "sage-cora-eager-s0" == result.name
     assert w.group == "sage-cora" and w.project == "gnnbench" and w.job_type == "benchmark"
     assert set(w.tags) == {"sage", "cora", "eager", "cpu", "nightly"}
     assert w.exit_code == 0
-    assert w.config["model"] == result["config"]["model"]
-    assert w.config["train"] == result["config"]["train"]
-    assert w.config["env"]["torch"] == result["env"]["torch"]
+    assert w.config["model"] == result.config.as_dict["model"]
+    assert w.config["train"] == result.config.as_dict["train"]
+    assert w.config["env"]["torch"] == result.env.torch
     assert [row["epoch"] for row in w.history] == [0, 1, 2, 3]
-    for row, epoch in zip(w.history, result["epochs"], strict=True):
-        assert row["loss"] == pytest.approx(epoch["loss"])
-        assert row["train_step_ms"] == pytest.approx(epoch["train_s"] * 1e3)
-        assert row["acc/val"] == pytest.approx(epoch["val_acc"])
+    for row, epoch in zip(w.history, result.epochs, strict=True):
+        assert row["loss"] == pytest.approx(epoch.loss)
+        assert row["train_step_ms"] == pytest.approx(epoch.train_s * 1e3)
+        assert row["acc/val"] == pytest.approx(epoch.val_acc)
     s = w.summary
     assert s["status"] == "ok"
     assert s["train_step_median_ms"] == pytest.approx(
-        result["timing"]["train_step_s"]["median"] * 1e3)
-    assert s["test_acc_at_best_val"] == pytest.approx(result["accuracy"]["test_at_best_val"])
-    assert s["cuda_graphs"] == result["cuda_graphs"] == "none"
-    assert s["peak_memory_bytes"] == result["memory"]["peak_bytes"]
-    assert s["unstable"] is (not result["stability"]["ok"])
-    assert s["stability_warnings"] == len(result["stability"]["warnings"])
+        result.timing.train_step_s.median * 1e3)
+    assert s["test_acc_at_best_val"] == pytest.approx(result.accuracy.test_at_best_val)
+    assert s["cuda_graphs"] == result.cuda_graphs == "none"
+    assert s["peak_memory_bytes"] == result.memory.peak_bytes
+    assert s["unstable"] is (not result.stability.ok)
+    assert s["stability_warnings"] == len(result.stability.warnings)
 
 
 @pytest.mark.slow
 def test_compiled_failure_exits_one_with_reason_tables(run):
     result = run("model=sage", "model.aggr=lstm", "dataset=synthetic",
                  "dataset.num_features=16", "compile=true", *QUICK, *OFFLINE)
-    assert result["status"] == "graph_break"
-    w = read_run(result["wandb_dir"], wait=30)
+    assert result.status == "graph_break"
+    w = read_run(result.wandb_dir, wait=30)
     assert w.exit_code == 1
-    assert w.summary["status"] == "graph_break" and w.summary["reason"] == result["reason"]
+    assert w.summary["status"] == "graph_break" and w.summary["reason"] == result.reason
     # No epoch ran: no timing figures, rather than zeros that look measured.
     assert not {"train_step_median_ms", "train_step_iqr_ms", "eval_median_ms"} & set(w.summary)
     assert w.history == []
@@ -71,19 +71,19 @@ def test_compiled_failure_exits_one_with_reason_tables(run):
 def test_compiled_run_logs_graph_break_and_recompile_tables(run):
     result = run("model=gcn", "model.normalize=layer", "compiler.fullgraph=false",
                  "compile=true", "dataset=cora", *QUICK, *OFFLINE)
-    w = read_run(result["wandb_dir"], wait=30)
+    w = read_run(result.wandb_dir, wait=30)
     breaks = w.tables["graph_break_reasons"]
-    assert sum(row["count"] for row in breaks) == result["compile"]["graph_breaks"] > 0
+    assert sum(row["count"] for row in breaks) == result.compile.graph_breaks > 0
     assert [row["reason"] for row in w.tables["recompile_reasons"]] == \
-        result["compile"]["recompile_reasons"]
-    assert w.summary["graph_breaks"] == result["compile"]["graph_breaks"]
-    assert w.summary["cuda_graphs"] == result["cuda_graphs"] == "none"
-    assert w.summary["cuda_graph_skips"] == result["cuda_graph_audit"]["inductor_skips"]
+        result.compile.recompile_reasons
+    assert w.summary["graph_breaks"] == result.compile.graph_breaks
+    assert w.summary["cuda_graphs"] == result.cuda_graphs == "none"
+    assert w.summary["cuda_graph_skips"] == result.cuda_graph_audit.inductor_skips
 
 
 def test_disabled_writes_nothing(run, tmp_path):
     result = run("wandb.mode=disabled", *QUICK)
-    assert result["status"] == "ok" and result["wandb_dir"] is None
+    assert result.status == "ok" and result.wandb_dir is None
     assert find_runs(tmp_path) == []
 
 

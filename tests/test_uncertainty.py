@@ -15,6 +15,7 @@ from gnnbench import config
 from gnnbench.measure import stability
 from gnnbench.measure.summary import accuracy_summary, timing_summary
 from gnnbench.records import compare
+from gnnbench.records.model import Epoch, Record, parse
 from gnnbench.report.markdown import to_markdown
 from gnnbench.report.rows import build_rows
 from gnnbench.report.summary import format_summary
@@ -30,32 +31,33 @@ def composed(seed: int, compiled: bool) -> dict:
     return json.loads(json.dumps(CONFIGS[key]))
 
 
-def record(name: str, seed: int, steps: list[float], compiled: bool, **extra) -> dict:
+def record(name: str, seed: int, steps: list[float], compiled: bool, **extra) -> Record:
     """The parts of a record that comparisons read: runs of one setting, as a sweep of
     seeds writes them (no warm-up, so every epoch is steady)."""
     epochs = [{"epoch": i, "train_s": float(s), "eval_s": 1e-4, "train_acc": 0.9,
                "val_acc": 0.8, "test_acc": 0.8} for i, s in enumerate(steps)]
-    return {"name": name, "status": "ok", "schema_version": 5, "reason": None,
-            "config": composed(seed, compiled), "env": {"device": "cpu"},
-            "stability": stability.assess(steps), "epochs": epochs,
-            "timing": timing_summary(epochs, 0, 10.0, compiled, 0),
-            "accuracy": accuracy_summary(epochs), "memory": {"peak_bytes": 100,
-                                                             "kind": "cpu"}, **extra}
+    rows = [Epoch.model_validate(e) for e in epochs]
+    return parse({"name": name, "status": "ok", "schema_version": 5, "reason": None,
+                  "config": composed(seed, compiled), "env": {"device": "cpu"},
+                  "stability": stability.assess(steps), "epochs": epochs,
+                  "timing": timing_summary(rows, 0, 10.0, compiled, 0),
+                  "accuracy": accuracy_summary(rows), "memory": {"peak_bytes": 100,
+                                                                 "kind": "cpu"}, **extra})
 
 
 def simulate(rng: np.random.Generator, medians: list[float], noise: float, epochs: int,
-             compiled: bool) -> list[dict]:
+             compiled: bool) -> list[Record]:
     return [record(f"{'c' if compiled else 'e'}{seed}", seed,
                    list(m * (1 + noise * rng.standard_normal(epochs))), compiled)
             for seed, m in enumerate(medians)]
 
 
-def pooled_interval(eager: list[dict], compiled: list[dict], rng: np.random.Generator,
+def pooled_interval(eager: list[Record], compiled: list[Record], rng: np.random.Generator,
                     resamples: int = 400) -> tuple[float, float]:
     """The method gnnbench used before: every epoch of every run resampled as if
     independent of the others (vectorised here only to keep the test fast)."""
-    e = np.concatenate([[r["train_s"] for r in run["epochs"]] for run in eager])
-    c = np.concatenate([[r["train_s"] for r in run["epochs"]] for run in compiled])
+    e = np.concatenate([[r.train_s for r in run.epochs] for run in eager])
+    c = np.concatenate([[r.train_s for r in run.epochs] for run in compiled])
     ratios = (np.median(rng.choice(e, (resamples, len(e))), axis=1)
               / np.median(rng.choice(c, (resamples, len(c))), axis=1))
     return tuple(np.quantile(ratios, [0.025, 0.975]))
@@ -72,7 +74,7 @@ def test_the_interval_over_runs_covers_the_true_speedup_and_pooled_epochs_do_not
         eager = simulate(rng, list(np.exp(0.1 * rng.standard_normal(3))), 0.01, 40, False)
         compiled = simulate(rng, list(np.exp(0.1 * rng.standard_normal(3)) / truth), 0.01, 40,
                             True)
-        low, high = compare.compare(eager, compiled)["speedup_ci95"]
+        low, high = compare.compare(eager, compiled).speedup_ci95
         covered += low <= truth <= high
         low, high = pooled_interval(eager, compiled, rng)
         pooled_covered += low <= truth <= high
@@ -92,10 +94,10 @@ def test_seeds_that_disagree_give_no_measurable_difference():
     low, high = pooled_interval(eager, compiled, rng)
     assert 1.0 < low < high < 1.07  # what the old method printed: a "speedup"
     [_, row] = build_rows(eager + compiled)
-    assert row["speedup_ci_low"] < 1.0 < row["speedup_ci_high"]
-    assert row["measurable"] is False and row["ci_level"] == "runs"
-    assert row["run_ratio_min"] == pytest.approx(0.77, abs=0.01)
-    assert row["run_ratio_max"] == pytest.approx(1.33, abs=0.01)
+    assert row.speedup_ci_low < 1.0 < row.speedup_ci_high
+    assert row.measurable is False and row.ci_level == "runs"
+    assert row.run_ratio_min == pytest.approx(0.77, abs=0.01)
+    assert row.run_ratio_max == pytest.approx(1.33, abs=0.01)
     table = to_markdown([row])
     assert "| no measurable difference (1.04× [" in table and "| 0.77–1.3" in table
 
@@ -105,8 +107,8 @@ def test_one_run_a_side_says_its_interval_is_within_one_process():
     [eager], [compiled] = (simulate(rng, [m], 0.01, 30, c) for m, c in ((2e-3, False),
                                                                           (1e-3, True)))
     c = compare.compare([eager], [compiled])
-    assert c["interval"]["level"] == "epochs" and c["measurable"] is True
-    compiled.update(comparison=c)
+    assert c.interval.level == "epochs" and c.measurable is True
+    compiled.comparison = c
     text = format_summary(compiled)
     assert "2.00x the eager train step" in text
     assert "run-to-run variance (processes differ by far more) was not measured" in text
@@ -115,13 +117,13 @@ def test_one_run_a_side_says_its_interval_is_within_one_process():
 def test_an_unstable_reference_is_named_and_a_stable_one_preferred():
     rng = np.random.default_rng(2)
     unstable = simulate(rng, [2e-3], 0.01, 30, False)[0]
-    unstable.update(name="gcn-synthetic-eager-s0-old", started_at=1000.0)
-    unstable["stability"].update(ok=False, warnings=["load 3.1 per CPU at the start"])
+    unstable.name, unstable.started_at = "gcn-synthetic-eager-s0-old", 1000.0
+    unstable.stability.ok, unstable.stability.warnings = False, ["load 3.1 per CPU at the start"]
     [compiled] = simulate(rng, [1e-3], 0.01, 30, True)
-    compiled.update(started_at=1000.0 + 3 * 86400)
+    compiled.started_at = 1000.0 + 3 * 86400
     c = compare.compare(compare.choose_reference([unstable]), [compiled])
-    assert c["reference_runs"][0]["flags"] == ["unstable", "3.0 days older"]
-    compiled.update(comparison=json.loads(json.dumps(c)))
+    assert c.reference_runs[0]["flags"] == ["unstable", "3.0 days older"]
+    compiled.comparison = json.loads(json.dumps(c.model_dump()))
     answer = next(line for line in format_summary(compiled).splitlines() if "=>" in line)
     assert "against gcn-synthetic-eager-s0-old (unstable, 3.0 days older); " in answer
     stable = simulate(rng, [2e-3], 0.01, 30, False)[0]

@@ -21,15 +21,15 @@ class Payload:
 
 def test_a_crafted_processed_planetoid_file_runs_no_code(run_in, tmp_path, capsys):
     first = run_in("dataset=cora", "train.epochs=2")
-    assert first["status"] == "ok", first["reason"]
+    assert first.status == "ok", first.reason
     processed = tmp_path / "data" / "Cora" / "processed" / "data.pt"
     marker = tmp_path / "the-payload-ran"
     torch.save(Payload(marker), processed)
 
     again = run_in("dataset=cora", "train.epochs=2")
     assert not marker.exists()
-    assert again["status"] == "ok", again["reason"]
-    assert again["dataset"]["num_nodes"] == first["dataset"]["num_nodes"] == 2708
+    assert again.status == "ok", again.reason
+    assert again.dataset.num_nodes == first.dataset.num_nodes == 2708
     err = capsys.readouterr().err
     assert f"{processed} is not plain data" in err and "processing again" in err
     # Made again from the raw files: plain data now, loadable with weights_only=True.

@@ -31,18 +31,18 @@ def test_one_read_per_epoch_keeps_the_best_epoch_and_accuracy(run):
     number (scope=step): the same losses, accuracies, best validation epoch and accuracy."""
     common = ("model=sage", "compile=true", "train.epochs=15", "train.warmup_epochs=2")
     one_read, by_item = run(*common, "compiler.scope=epoch"), run(*common, "compiler.scope=step")
-    assert one_read["status"] == by_item["status"] == "ok"
-    assert one_read["name"] == "sage-synthetic-compile-default-epoch-s0"
+    assert one_read.status == by_item.status == "ok"
+    assert one_read.name == "sage-synthetic-compile-default-epoch-s0"
     for key in ("train_acc", "val_acc", "test_acc", "loss"):
-        assert [r[key] for r in one_read["epochs"]] == pytest.approx(
-            [r[key] for r in by_item["epochs"]], abs=1e-5)
-    a, b = one_read["accuracy"], by_item["accuracy"]
-    assert a["best_epoch"] == b["best_epoch"]
-    assert a["test_at_best_val"] == pytest.approx(b["test_at_best_val"], abs=1e-6)
-    assert one_read["compile"]["expected_graph_breaks"] == one_read["compile"]["graph_breaks"]
+        assert [getattr(r, key) for r in one_read.epochs] == pytest.approx(
+            [getattr(r, key) for r in by_item.epochs], abs=1e-5)
+    a, b = one_read.accuracy, by_item.accuracy
+    assert a.best_epoch == b.best_epoch
+    assert a.test_at_best_val == pytest.approx(b.test_at_best_val, abs=1e-6)
+    assert one_read.compile.expected_graph_breaks == one_read.compile.graph_breaks
 
 
 def test_scope_epoch_needs_a_full_batch(run):
     result = run("compile=true", "compiler.scope=epoch", "train.batching=neighbor",
                  "train.fanouts=[5,5]", "train.epochs=2", "train.warmup_epochs=1")
-    assert result["status"] == "error" and "compiler.scope=epoch" in result["reason"]
+    assert result.status == "error" and "compiler.scope=epoch" in result.reason

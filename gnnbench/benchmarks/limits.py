@@ -24,6 +24,7 @@ import json
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -33,47 +34,51 @@ from gnnbench.measure import stats
 from gnnbench.runner import run_experiment
 
 WHOLE_STEP = ["compile=true", "compiler.scope=step", "compiler.mode=reduce-overhead"]
+@dataclass(frozen=True)
+class Case:
+    """A part of the benchmark: what it times per epoch, for how long, of which settings
+    (name -> overrides), and which variants of each (name -> overrides)."""
+
+    metric: str
+    epochs: int
+    warmup: int
+    settings: dict[str, list[str]]
+    variants: dict[str, list[str]]
+
+
 CASES = {
-    "epoch": {
-        "metric": "epoch_wall_s", "epochs": 60, "warmup": 10,
-        "settings": {f"{m}/cora": ["dataset=cora", f"model={m}"] for m in ("gcn", "sage")},
-        "variants": {"eager": [], "whole-step": ["variant=whole-step"],
-                     "whole-epoch": ["variant=whole-epoch"]},
-    },
-    "step": {
-        "metric": "train_s", "epochs": 30, "warmup": 10,
-        "settings": {f"{m}/arxiv-size": ["workload=synthetic-arxiv", f"model={m}"]
-                     for m in ("gcn", "sage")},
-        "variants": {"eager": [], "compiled": WHOLE_STEP,
-                     "eager csr": ["graph.layout=csr"],
-                     "compiled csr-op": [*WHOLE_STEP, "graph.layout=csr-op"],
-                     "compiled csr-op tf32": [*WHOLE_STEP, "graph.layout=csr-op",
-                                              "train.precision=tf32"]},
-    },
-    "minibatch": {
-        "metric": "train_s", "epochs": 4, "warmup": 1,
-        "settings": {"sage/arxiv-size": ["workload=synthetic-arxiv", "model=sage",
-                                         "train.batching=neighbor", "train.fanouts=[15,10,5]",
-                                         "model.batch_norm=false"]},
-        "variants": {"eager": [], "compiled": ["compile=true"],
-                     "compiled padded prefetch": ["compile=true", "compiler.mode=reduce-overhead",
-                                                  "train.pad_batches=true",
-                                                  "train.prefetch=true"]},
-    },
+    "epoch": Case(
+        metric="epoch_wall_s", epochs=60, warmup=10,
+        settings={f"{m}/cora": ["dataset=cora", f"model={m}"] for m in ("gcn", "sage")},
+        variants={"eager": [], "whole-step": ["variant=whole-step"],
+                  "whole-epoch": ["variant=whole-epoch"]}),
+    "step": Case(
+        metric="train_s", epochs=30, warmup=10,
+        settings={f"{m}/arxiv-size": ["workload=synthetic-arxiv", f"model={m}"]
+                  for m in ("gcn", "sage")},
+        variants={"eager": [], "compiled": WHOLE_STEP, "eager csr": ["graph.layout=csr"],
+                  "compiled csr-op": [*WHOLE_STEP, "graph.layout=csr-op"],
+                  "compiled csr-op tf32": [*WHOLE_STEP, "graph.layout=csr-op",
+                                           "train.precision=tf32"]}),
+    "minibatch": Case(
+        metric="train_s", epochs=4, warmup=1,
+        settings={"sage/arxiv-size": ["workload=synthetic-arxiv", "model=sage",
+                                      "train.batching=neighbor", "train.fanouts=[15,10,5]",
+                                      "model.batch_norm=false"]},
+        variants={"eager": [], "compiled": ["compile=true"],
+                  "compiled padded prefetch": ["compile=true", "compiler.mode=reduce-overhead",
+                                               "train.pad_batches=true", "train.prefetch=true"]}),
 }
+TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
 
 
-TINY = {"epochs": 3, "warmup": 1, "graph": ["dataset.num_nodes=2000", "dataset.num_edges=8000"]}
-
-
-def tiny_cases() -> dict:
-    """CASES made small: the first setting of each part, few epochs, small graphs."""
+def tiny_cases() -> dict[str, Case]:
+    """CASES made small: the first setting of each part, 3 epochs (1 warm-up), small graphs."""
     out = {}
     for part, case in CASES.items():
-        name, base = next(iter(case["settings"].items()))
-        small = [*base, *TINY["graph"]] if any("synthetic" in o for o in base) else base
-        out[part] = {**case, "epochs": TINY["epochs"], "warmup": TINY["warmup"],
-                     "settings": {name: small}}
+        name, base = next(iter(case.settings.items()))
+        small = [*base, *TINY_GRAPH] if any("synthetic" in o for o in base) else base
+        out[part] = replace(case, epochs=3, warmup=1, settings={name: small})
     return out
 
 
@@ -85,24 +90,24 @@ def ratio(eager: list[float], mine: list[float]) -> dict:
 
 
 def run_case(part: str, name: str, base: list[str], rounds: int, common: list[str],
-             cases: dict = CASES) -> dict:
+             cases: dict[str, Case] = CASES) -> dict:
     case = cases[part]
-    variants = list(case["variants"])
+    variants = list(case.variants)
     samples: dict[str, list[float]] = {v: [] for v in variants}
     per_round: dict[str, list[float]] = {v: [] for v in variants}
     outcomes: dict[str, str] = {}
     for i in range(rounds):
         for variant in variants if i % 2 == 0 else variants[::-1]:
-            cfg = config.compose_config([*base, *case["variants"][variant], *common,
-                                         f"train.epochs={case['epochs']}",
-                                         f"train.warmup_epochs={case['warmup']}"])
+            cfg = config.compose_config([*base, *case.variants[variant], *common,
+                                         f"train.epochs={case.epochs}",
+                                         f"train.warmup_epochs={case.warmup}"])
             with tempfile.TemporaryDirectory() as out:
                 result = run_experiment(cfg, Path(out))
-            outcomes[variant] = result["status"] if result["status"] == "ok" else \
-                f"{result['status']}: {result['reason']}"
-            if result["status"] != "ok":
+            outcomes[variant] = result.status if result.status == "ok" else \
+                f"{result.status}: {result.reason}"
+            if result.status != "ok":
                 continue
-            steady = [r[case["metric"]] for r in result["epochs"][case["warmup"]:]]
+            steady = [r.get(case.metric) for r in result.epochs[case.warmup:]]
             samples[variant] += steady
             per_round[variant].append(statistics.median(steady))
     eager = samples["eager"]
@@ -127,7 +132,7 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
                  f"[{row['speedup']['speedup_ci95'][0]:.2f}-{row['speedup']['speedup_ci95'][1]:.2f}]"
                  if "speedup" in row else "")
         print(f"{part:9s} {name:16s} {variant:22s} {shown}{speed}  {row['outcome']}", flush=True)
-    return {"metric": case["metric"], "rounds": rounds, "variants": rows}
+    return {"metric": case.metric, "rounds": rounds, "variants": rows}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         common.append(f"data_mirror={args.data_mirror}")
     started = time.time()
     results = {part: {name: run_case(part, name, base, args.rounds, common, cases)
-                      for name, base in cases[part]["settings"].items()}
+                      for name, base in cases[part].settings.items()}
                for part in args.parts.split(",")}
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

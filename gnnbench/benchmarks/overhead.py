@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> None:
                         continue
                     with tempfile.TemporaryDirectory() as out:
                         result = run_experiment(cfg, Path(out))
-                    assert result["status"] == "ok", result["reason"]
-                    round_runner = [r["epoch_wall_s"] for r in result["epochs"][args.warmup:]]
+                    assert result.status == "ok", result.reason
+                    round_runner = [r.epoch_wall_s for r in result.epochs[args.warmup:]]
                 bare += round_bare
                 runner += round_runner
                 per_round.append((statistics.median(round_runner)

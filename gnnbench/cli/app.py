@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import config
 from gnnbench.records import identity, store
+from gnnbench.records.model import Record
 from gnnbench.runner import interrupts, progress
 
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
@@ -57,9 +58,21 @@ def _valid(cfg: DictConfig) -> bool:
     return True
 
 
+def _same_run(cfg: DictConfig, record: Record) -> bool:
+    """Whether `record` is of the run `cfg` asks for (setting, variant, seed, on the same
+    device type): another command aimed at the folder is not a resume of it."""
+    try:
+        device = config.resolve_device(cfg.train.device).type
+    except config.ConfigError:
+        return False
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    return (identity.run_key(plain, device) == identity.record_run_key(record)
+            and config.variant_label(plain) == identity.record_variant(record))
+
+
 def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
-    """Resuming: a job whose folder holds a final record is kept, not run again (nor logged
-    to W&B again), unless `rerun=true`."""
+    """Resuming: a job whose folder holds a final record of the same run is kept, not run
+    again (nor logged to W&B again), unless `rerun=true`."""
     path = out_dir / store.RESULTS_FILE
     if cfg.get("rerun") or not path.is_file():
         return False
@@ -68,9 +81,9 @@ def _already_final(cfg: DictConfig, out_dir: Path) -> bool:
     except store.InvalidRecord as exc:
         store.warn_skipped(exc)
         return False  # run it again, which rewrites it
-    if not store.is_final(record):
+    if not store.is_final(record) or not _same_run(cfg, record):
         return False
-    print(f"gnnbench: kept {out_dir.name}: already {record['status']} "
+    print(f"gnnbench: kept {out_dir.name}: already {record.status} "
           "(rerun=true runs it again)", flush=True)
     return True
 
@@ -129,7 +142,7 @@ def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> Non
     RUNNING_SWEEP.clear()  # said once, here
     print(f"gnnbench: sweep stopped: {why}; the jobs with records:", file=sys.stderr)
     for record in store.find([sweep_dir], warn=False):
-        print(f"  {record['status']:12s} {record['_dir']}", file=sys.stderr)
+        print(f"  {record.status:12s} {record.folder}", file=sys.stderr)
     if report:
         try:
             write_report([sweep_dir], log_to_wandb=False)
@@ -196,25 +209,25 @@ def job(cfg: DictConfig) -> None:
         from gnnbench.runner import distributed
 
         distributed.exit_rank(0)
-    if result.get("input_error"):  # like a command that cannot be composed: one line
-        failed_runs.append(result["name"])
+    if result.input_error:  # like a command that cannot be composed: one line
+        failed_runs.append(result.name)
         where = f"{out_dir.name}: " if sweeping else ""
-        print(f"gnnbench: error: {where}{result['reason']}", file=sys.stderr, flush=True)
+        print(f"gnnbench: error: {where}{result.reason}", file=sys.stderr, flush=True)
         return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
-    if result["status"] == "interrupted":
+    if result.status == "interrupted":
         signum = interrupts.requested() or 2
         if elsewhere:
-            print(f"gnnbench: {result['reason']}; results: {out_dir / 'results.json'}",
+            print(f"gnnbench: {result.reason}; results: {out_dir / 'results.json'}",
                   file=sys.stderr, flush=True)
             return
         if sweeping:
             stop_sweep(sweep_dir, f"{interrupts.name(signum)} during {out_dir.name}",
                        interrupts.exit_code(signum))
-        print(f"gnnbench: {result['reason']}; results: {out_dir / 'results.json'}",
+        print(f"gnnbench: {result.reason}; results: {out_dir / 'results.json'}",
               file=sys.stderr)
         sys.exit(interrupts.exit_code(signum))
-    if result["status"] != "ok":
-        failed_runs.append(result["name"])
+    if result.status != "ok":
+        failed_runs.append(result.name)
         if not sweeping:
-            print(f"gnnbench: error: {result['reason']}", file=sys.stderr)
+            print(f"gnnbench: error: {result.reason}", file=sys.stderr)

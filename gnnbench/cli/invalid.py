@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from gnnbench.measure.environment import environment
-from gnnbench.records import schema, store
+from gnnbench.records import store
+from gnnbench.records.model import CommandRecord
 
 
 def folder_for(argv: list[str]) -> Path:
@@ -25,9 +26,8 @@ def folder_for(argv: list[str]) -> Path:
 def record_invalid_command(argv: list[str], reason: str) -> Path | None:
     """Write the record; None when no folder can be made there (the error line still says
     what is wrong)."""
-    record = {"schema_version": schema.SCHEMA_VERSION, "name": "invalid-command",
-              "status": "error", "reason": reason, "input_error": True, "command": argv,
-              "config": None, "env": environment(None), "epochs": []}
+    record = CommandRecord(name="invalid-command", reason=reason, command=argv,
+                           env=environment(None))
     try:
         return store.write(record, folder_for(argv))
     except store.WriteError:

@@ -175,12 +175,12 @@ class DynamoRecorder:
         out["misses"] = out["fxgraph_misses"] + out["aot_autograd_misses"]
         return {k: int(v) for k, v in out.items()}
 
-    def cudagraph_skips(self) -> dict:
+    def cudagraph_skips(self) -> tuple[int, list[str]]:
         """Inductor's own count of graphs it compiled without CUDA graphs though the mode asked
         for them, and the reasons it logged (it logs none for graphs without CUDA tensors)."""
         skips = self._group("inductor").get("cudagraph_skips", 0)
         reasons = [m for m in self._handlers[_CUDAGRAPHS_LOGGER].messages if "skipping" in m]
-        return {"skips": int(skips), "reasons": sorted(set(reasons))}
+        return int(skips), sorted(set(reasons))
 
 
 def classify_failure(exc: BaseException) -> tuple[str, str] | None:

@@ -109,37 +109,35 @@ def _ms(seconds: float) -> str:
 
 
 def _timing_checks(steady_s: Sequence[float]) -> tuple[dict, list[str]]:
-    checks: dict = {"steady_epochs": len(steady_s), "spread": None, "drift": None,
-                    "slow_share": None}
     if len(steady_s) < MIN_STEADY_EPOCHS:
-        return checks, []
-    stats = summarize(steady_s)
-    median = stats["median"]
+        return {"steady_epochs": len(steady_s), "spread": None, "drift": None,
+                "slow_share": None}, []
+    median = statistics.median(steady_s)
     if median <= 0:
-        return checks, []
-    warnings = []
-    checks["spread"] = stats["iqr"] / median
-    if checks["spread"] > SPREAD_MAX:
-        warnings.append(
-            f"spread: epoch-time IQR {_ms(stats['iqr'])} is {checks['spread']:.0%} of the "
-            f"median {_ms(median)} (threshold {SPREAD_MAX:.0%}): the median is not a "
-            f"stable number on this machine")
+        return {"steady_epochs": len(steady_s), "spread": None, "drift": None,
+                "slow_share": None}, []
+    iqr = summarize(steady_s)["iqr"]
     half = len(steady_s) // 2
     first, second = statistics.median(steady_s[:half]), statistics.median(steady_s[-half:])
-    checks["drift"] = (second - first) / median
-    if abs(checks["drift"]) > DRIFT_MAX:
+    slow = sum(s > SLOW_FACTOR * median for s in steady_s)
+    spread, drift, slow_share = iqr / median, (second - first) / median, slow / len(steady_s)
+    warnings = []
+    if spread > SPREAD_MAX:
+        warnings.append(
+            f"spread: epoch-time IQR {_ms(iqr)} is {spread:.0%} of the median {_ms(median)} "
+            f"(threshold {SPREAD_MAX:.0%}): the median is not a stable number on this machine")
+    if abs(drift) > DRIFT_MAX:
         warnings.append(
             f"drift: the median epoch went from {_ms(first)} in the first half of the steady "
-            f"epochs to {_ms(second)} in the second, {abs(checks['drift']):.0%} of the run's "
+            f"epochs to {_ms(second)} in the second, {abs(drift):.0%} of the run's "
             f"median (threshold {DRIFT_MAX:.0%}): the machine's speed changed during the run")
-    slow = sum(s > SLOW_FACTOR * median for s in steady_s)
-    checks["slow_share"] = slow / len(steady_s)
-    if checks["slow_share"] > SLOW_SHARE_MAX:
+    if slow_share > SLOW_SHARE_MAX:
         warnings.append(
-            f"slow epochs: {slow} of {len(steady_s)} steady epochs "
-            f"({checks['slow_share']:.0%}) took over {SLOW_FACTOR:g}x the median "
-            f"(threshold {SLOW_SHARE_MAX:.0%}): something else ran in bursts")
-    return checks, warnings
+            f"slow epochs: {slow} of {len(steady_s)} steady epochs ({slow_share:.0%}) took "
+            f"over {SLOW_FACTOR:g}x the median (threshold {SLOW_SHARE_MAX:.0%}): something "
+            "else ran in bursts")
+    return {"steady_epochs": len(steady_s), "spread": spread, "drift": drift,
+            "slow_share": slow_share}, warnings
 
 
 def _machine_checks(start: Mapping | None, end: Mapping | None) -> tuple[dict, list[str]]:

@@ -3,17 +3,35 @@ the one-off cost, and accuracy by OGB's convention (test at the best validation 
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from gnnbench.measure.stats import summarize
 
 STAGES = ("sample", "transfer", "compute")
 
 
-def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bool,
+class Epoch(Protocol):
+    """An epoch's row of a record (records.model.Epoch), as far as summaries read it."""
+
+    epoch: int
+    train_s: float
+    eval_s: float
+    bookkeeping_s: float | None
+    train_acc: float | None
+    val_acc: float | None
+    test_acc: float | None
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+    def has(self, key: str) -> bool: ...
+
+
+def timing_summary(records: list[Epoch], warmup: int, wall_s: float, compiled: bool,
                    configured_warmup: int) -> dict:
     """`warmup` may be less than configured when a run ended early; with no epoch after the
     configured warm-up there is no steady state and so no compile overhead."""
-    train = [r["train_s"] for r in records]
-    evals = [r["eval_s"] for r in records]
+    train = [r.train_s for r in records]
+    evals = [r.eval_s for r in records]
     steady_train, steady_eval = summarize(train[warmup:]), summarize(evals[warmup:])
     first_epoch = train[0] + evals[0]
     steady_epoch = steady_train["median"] + steady_eval["median"]
@@ -21,12 +39,12 @@ def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bo
     # (cudagraph trees on the 2nd, a captured whole step on the 4th). So it is the excess of
     # every warm-up epoch over the steady epoch.
     one_off = sum(train[i] + evals[i] - steady_epoch for i in range(max(warmup, 1)))
-    stages = {f"{stage}_s": summarize([r[f"{stage}_s"] for r in records[warmup:]])
-              for stage in STAGES if f"{stage}_s" in records[0]}
+    stages = {f"{stage}_s": summarize([r.get(f"{stage}_s") for r in records[warmup:]])
+              for stage in STAGES if records[0].has(f"{stage}_s")}
     # The runner's own per-epoch work after the timed epoch (progress, checks): to compare
     # with the step it measures. Absent from records older than the split.
-    if all("bookkeeping_s" in r for r in records[warmup:]) and records[warmup:]:
-        stages["bookkeeping_s"] = summarize([r["bookkeeping_s"] for r in records[warmup:]])
+    if all(r.bookkeeping_s is not None for r in records[warmup:]) and records[warmup:]:
+        stages["bookkeeping_s"] = summarize([r.bookkeeping_s for r in records[warmup:]])
     steady = len(records) > configured_warmup
     return {
         **stages,
@@ -48,33 +66,30 @@ def timing_summary(records: list[dict], warmup: int, wall_s: float, compiled: bo
 NEAR_CHANCE = 0.1
 
 
-def accuracy_summary(records: list[dict], chance: float | None = None) -> dict:
+def accuracy_summary(records: list[Epoch], chance: float | None = None) -> dict:
     """`chance`: the test split's majority-class share. A model that stays near it did not
     learn: its speedup is of a model nobody would train, so the run says so."""
-    best = max(records, key=lambda r: r["val_acc"])  # first epoch reaching the best val
+    best = max(records, key=lambda r: r.val_acc)  # first epoch reaching the best val
     last = records[-1]
-    summary = {
-        "final": {"train": last["train_acc"], "val": last["val_acc"], "test": last["test_acc"]},
-        "best_val": best["val_acc"],
-        "best_epoch": best["epoch"],
-        "test_at_best_val": best["test_acc"],
-    }
-    if chance is not None and best["test_acc"] is not None:
-        summary["chance"] = chance
-        summary["near_chance"] = best["test_acc"] < chance + NEAR_CHANCE * (1 - chance)
+    summary = {"final": {"train": last.train_acc, "val": last.val_acc, "test": last.test_acc},
+               "best_val": best.val_acc, "best_epoch": best.epoch,
+               "test_at_best_val": best.test_acc}
+    if chance is not None and best.test_acc is not None:
+        summary.update(chance=chance,
+                       near_chance=best.test_acc < chance + NEAR_CHANCE * (1 - chance))
     return summary
 
 
-def rank_timing(records: list[dict], warmup: int, train_nodes: int) -> dict:
+def rank_timing(records: list[Epoch], warmup: int, train_nodes: int) -> dict:
     """A DDP run's epochs per rank (its train time and its sampling, transfer and compute
     after the warm-up), and its throughput: training nodes per second of the steady epoch
     (an epoch ends when its slowest rank does)."""
     steady = records[warmup:]
-    world = len(records[0]["rank_train_s"])
-    ranks = [{"rank": rank, **{f"{stage}_s": summarize([r[f"rank_{stage}_s"][rank]
+    world = len(records[0].get("rank_train_s"))
+    ranks = [{"rank": rank, **{f"{stage}_s": summarize([r.get(f"rank_{stage}_s")[rank]
                                                        for r in steady])
                               for stage in ("train", *STAGES)}}
              for rank in range(world)]
-    median = summarize([r["train_s"] for r in steady])["median"]
+    median = summarize([r.train_s for r in steady])["median"]
     return {"ranks": ranks,
             "throughput_nodes_per_s": train_nodes / median if median else None}

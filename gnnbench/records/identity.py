@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from gnnbench.config import variant_label
 from gnnbench.config.sources import is_foreign
+from gnnbench.records.model import Record
 
 # Top-level config keys that say where things are or how they are reported, not what is
 # measured. A new key is part of a setting unless it is listed here.
@@ -34,10 +35,10 @@ SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 NOT_MEASURED_DATASET = ("path", "download", "loader", "family")
 
 
-def device_type(record: Mapping) -> str:
+def device_type(record: Record) -> str:
     """cpu or cuda: where the run really ran (env), else what its config asked for."""
-    ran_on = (record.get("env") or {}).get("device")
-    asked = str(record["config"]["train"].get("device", "auto"))
+    ran_on = record.env.device if record.env is not None else None
+    asked = record.config.train.device
     return str(ran_on or (asked if asked != "auto" else "unknown")).split(":")[0]
 
 
@@ -96,8 +97,28 @@ def variant_key(config: Mapping) -> str:
     return variant_label(config)
 
 
-def record_setting_key(record: Mapping) -> str:
-    return setting_key(record["config"], device_type(record))
+def record_setting_key(record: Record) -> str:
+    return setting_key(record.config.as_dict, device_type(record))
+
+
+def record_run_key(record: Record) -> str:
+    return run_key(record.config.as_dict, device_type(record))
+
+
+def record_scaling_key(record: Record) -> str:
+    return scaling_key(record.config.as_dict, device_type(record))
+
+
+def record_variant(record: Record) -> str:
+    return variant_label(record.config.as_dict)
+
+
+def record_distributed(record: Record) -> bool:
+    return distributed(record.config.as_dict)
+
+
+def record_world_size(record: Record) -> int:
+    return world_size(record.config.as_dict)
 
 
 def run_key(config: Mapping, device: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gnnbench.config import first_line, variant_slug
+from gnnbench.records.model import Accuracy, Record, Spread, Timing, WandbSettings
 
 # W&B is driven only after the last timed epoch: its background service then cannot steal
 # CPU from, or add syncs to, the epochs we measure. results.json is already on disk when
@@ -37,10 +38,10 @@ def wandb_mode(requested: str) -> str:
     return "online" if _has_credentials() else "offline"
 
 
-def _settings(wandb, settings: dict):
+def _settings(wandb, init_timeout_s: float | None):
     """Quiet, bounded, and without W&B's system monitor: runs are logged after training, when
     there is no system load of the run's to watch."""
-    return wandb.Settings(init_timeout=settings["init_timeout_s"], silent=True, console="off",
+    return wandb.Settings(init_timeout=init_timeout_s, silent=True, console="off",
                           x_disable_stats=True)
 
 
@@ -67,53 +68,60 @@ def _ms(seconds: float | None) -> float | None:
     return seconds * 1e3 if seconds is not None else None
 
 
-def _headline(result: dict) -> dict:
+def _spread(spread: Spread | None) -> tuple[float | None, float | None]:
+    return (spread.median * 1e3, _ms(spread.iqr)) if spread is not None else (None, None)
+
+
+def _headline(result: Record) -> dict:
     """The figures a W&B user compares runs by, flat so the runs table can show them."""
-    t, acc, dyn = result.get("timing") or {}, result.get("accuracy") or {}, result.get("compile")
-    stable = result.get("stability")
+    t, acc, dyn = result.timing or Timing(), result.accuracy or Accuracy(), result.compile
+    stable, audit = result.stability, result.cuda_graph_audit
+    (step_ms, step_iqr_ms), (eval_ms, _) = _spread(t.train_step_s), _spread(t.eval_s)
     summary = {
-        "status": result["status"],
-        "reason": result["reason"],
-        "train_step_median_ms": _ms((t.get("train_step_s") or {}).get("median")),
-        "train_step_iqr_ms": _ms((t.get("train_step_s") or {}).get("iqr")),
-        "eval_median_ms": _ms((t.get("eval_s") or {}).get("median")),
-        "first_epoch_s": t.get("first_epoch_s"),
-        "compile_overhead_s": t.get("compile_overhead_s"),
-        "wall_s": t.get("wall_s"),
-        "peak_memory_bytes": (result.get("memory") or {}).get("peak_bytes"),
-        "test_acc_at_best_val": acc.get("test_at_best_val"),
-        "best_val_acc": acc.get("best_val"),
-        "best_epoch": acc.get("best_epoch"),
-        "near_chance": acc.get("near_chance"),  # None: a record older than the check
-        "graphs": dyn["graphs"] if dyn else None,
-        "graph_breaks": dyn["graph_breaks"] if dyn else None,
-        "recompiles": dyn["recompiles"] if dyn else None,
-        "cuda_graphs": result.get("cuda_graphs"),
-        "cuda_graph_skips": (result.get("cuda_graph_audit") or {}).get("inductor_skips"),
+        "status": result.status,
+        "reason": result.reason,
+        "train_step_median_ms": step_ms,
+        "train_step_iqr_ms": step_iqr_ms,
+        "eval_median_ms": eval_ms,
+        "first_epoch_s": t.first_epoch_s,
+        "compile_overhead_s": t.compile_overhead_s,
+        "wall_s": t.wall_s,
+        "peak_memory_bytes": result.memory.peak_bytes if result.memory else None,
+        "test_acc_at_best_val": acc.test_at_best_val,
+        "best_val_acc": acc.best_val,
+        "best_epoch": acc.best_epoch,
+        "near_chance": acc.near_chance,  # None: a record older than the check
+        "graphs": dyn.graphs if dyn else None,
+        "graph_breaks": dyn.graph_breaks if dyn else None,
+        "recompiles": dyn.recompiles if dyn else None,
+        "cuda_graphs": result.cuda_graphs,
+        "cuda_graph_skips": audit.inductor_skips if audit else None,
         # None (left out) for records with no steady epochs to judge.
-        "unstable": (not stable["ok"]) if stable else None,
-        "stability_warnings": len(stable["warnings"]) if stable else None,
+        "unstable": (not stable.ok) if stable else None,
+        "stability_warnings": len(stable.warnings) if stable else None,
     }
-    if result.get("comparison"):
-        c = result["comparison"]
-        summary.update({f"vs_eager/{k}": v for k, v in c.items()
+    if result.comparison is not None:
+        c = result.comparison
+        summary.update({f"vs_eager/{k}": v for k, v in c.model_dump().items()
                         if not isinstance(v, (list, dict))})
         for measure in ("inference", "epoch"):  # the other two speedups, flat for the table
-            if c.get(measure):
-                summary[f"vs_eager/{measure}_speedup"] = c[measure]["speedup"]
-                summary[f"vs_eager/{measure}_break_even_epochs"] = c[measure][
-                    "break_even_epochs"]
+            if (speedup := getattr(c, measure)) is not None:
+                summary.update({f"vs_eager/{measure}_speedup": speedup.speedup,
+                                f"vs_eager/{measure}_break_even_epochs":
+                                    speedup.break_even_epochs})
         # What the interval covers ("epochs": one run a side, within-process only), its
         # bounds, and what a reader must know of the reference runs.
-        summary["vs_eager/ci_level"] = c.get("interval", {}).get("level")
-        summary["vs_eager/ci_low"], summary["vs_eager/ci_high"] = c["speedup_ci95"]
-        summary["vs_eager/end_to_end_speedup"] = (c.get("end_to_end") or {}).get("speedup")
-        summary["vs_eager/reference_notes"] = "; ".join(c.get("reference_notes") or []) or None
-    if result.get("distributed"):  # a DDP run: its ranks, throughput, and against one rank
-        summary["world_size"] = result["distributed"]["world_size"]
-        summary["throughput_nodes_per_s"] = t.get("throughput_nodes_per_s")
-        summary.update({f"scaling/{k}": v for k, v in (result.get("scaling") or {}).items()
-                        if not isinstance(v, (list, dict))})
+        summary.update({"vs_eager/ci_level": c.interval.level if c.interval else None,
+                        "vs_eager/ci_low": c.speedup_ci95[0],
+                        "vs_eager/ci_high": c.speedup_ci95[1],
+                        "vs_eager/end_to_end_speedup": (c.end_to_end or {}).get("speedup"),
+                        "vs_eager/reference_notes": "; ".join(c.reference_notes) or None})
+    if result.distributed is not None:  # a DDP run: its ranks, throughput, against one rank
+        summary.update(world_size=result.distributed.world_size,
+                       throughput_nodes_per_s=t.throughput_nodes_per_s)
+        if result.scaling is not None:
+            summary.update({f"scaling/{k}": v for k, v in result.scaling.model_dump().items()
+                            if not isinstance(v, (list, dict))})
     return {k: v for k, v in summary.items() if v is not None}
 
 
@@ -122,13 +130,13 @@ def upload_hint(local_dir: str) -> str:
     return f"W&B offline run saved in {local_dir}; upload it with: wandb sync {local_dir}"
 
 
-def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
+def publish_to_wandb(result: Record, out_dir: Path, group: str,
                      log_dir: Path | None = None) -> str | None:
     """Log one finished run to W&B; returns the local run directory, or None when disabled
     or when W&B failed (after one warning on stderr). `log_dir`: where W&B's own service log
     goes if this run starts the service (a sweep's folder; default: the run's)."""
-    settings = cfg["wandb"]
-    mode = wandb_mode(settings["mode"])
+    cfg, settings = result.config, result.config.wandb
+    mode = wandb_mode(settings.mode)
     if mode == "disabled":
         return None
     try:
@@ -139,15 +147,15 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
                 return _init(mode)
 
         def _init(mode: str):
+            env = result.env.model_dump() if result.env is not None else {}
             return wandb.init(
-                project=settings["project"], entity=settings["entity"], group=group,
-                job_type=settings["job_type"], name=result["name"], dir=str(out_dir),
-                mode=mode, tags=[cfg["model"]["name"], cfg["dataset"]["name"],
-                                 variant_slug(cfg),
-                                 str(result["env"].get("device") or "unknown").split(":")[0],
-                                 *settings["tags"]],
-                config={**cfg, "env": result["env"]},
-                settings=_settings(wandb, settings),
+                project=settings.project, entity=settings.entity, group=group,
+                job_type=settings.job_type, name=result.name, dir=str(out_dir),
+                mode=mode, tags=[cfg.model.name, cfg.dataset.name, variant_slug(cfg.as_dict),
+                                 str(env.get("device") or "unknown").split(":")[0],
+                                 *settings.tags],
+                config={**cfg.as_dict, "env": env},
+                settings=_settings(wandb, settings.init_timeout_s),
             )
 
         try:
@@ -164,23 +172,24 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
         try:
             run.define_metric("epoch")
             run.define_metric("*", step_metric="epoch")
-            for record in result["epochs"]:
-                run.log({"epoch": record["epoch"], "loss": record["loss"],
-                         "train_step_ms": record["train_s"] * 1e3,
-                         "eval_ms": record["eval_s"] * 1e3, "acc/train": record["train_acc"],
-                         "acc/val": record["val_acc"], "acc/test": record["test_acc"]})
+            for row in result.epochs:
+                run.log({"epoch": row.epoch, "loss": row.loss, "train_step_ms": row.train_s * 1e3,
+                         "eval_ms": row.eval_s * 1e3, "acc/train": row.train_acc,
+                         "acc/val": row.val_acc, "acc/test": row.test_acc})
             run.summary.update(_headline(result))
-            dynamo = result.get("compile")
+            dynamo = result.compile
             if dynamo:
-                run.summary["graph_break_reasons"] = wandb.Table(
-                    columns=["reason", "count"],
-                    data=[[r["reason"], r["count"]] for r in dynamo["graph_break_reasons"]])
-                run.summary["recompile_reasons"] = wandb.Table(
-                    columns=["index", "reason"],
-                    data=[[i, r] for i, r in enumerate(dynamo["recompile_reasons"])])
+                run.summary.update({  # W&B's summary takes a dict, not keywords
+                    "graph_break_reasons": wandb.Table(
+                        columns=["reason", "count"],
+                        data=[[r.get("reason"), r.get("count")]
+                              for r in dynamo.graph_break_reasons]),
+                    "recompile_reasons": wandb.Table(
+                        columns=["index", "reason"],
+                        data=[[i, r] for i, r in enumerate(dynamo.recompile_reasons)])})
             local_dir = str(run.settings.sync_dir)
         finally:
-            run.finish(exit_code=0 if result["status"] == "ok" else 1)
+            run.finish(exit_code=0 if result.status == "ok" else 1)
         if mode == "offline" and local_dir:
             print(upload_hint(local_dir))
         return local_dir
@@ -190,12 +199,12 @@ def publish_to_wandb(result: dict, cfg: dict, out_dir: Path, group: str,
         return None
 
 
-def publish_report(rows: list[dict], columns: list[str], settings: dict, root: Path,
+def publish_report(rows: list[dict], columns: list[str], settings: WandbSettings, root: Path,
                    group: str) -> str | None:
     """The sweep's comparison table as a W&B run of job_type `report` in the sweep's group.
     Returns the run's local directory when it was logged offline (to be uploaded), else
     None."""
-    mode = wandb_mode(settings["mode"])
+    mode = wandb_mode(settings.mode)
     if mode == "disabled":
         return None
     try:
@@ -207,10 +216,10 @@ def publish_report(rows: list[dict], columns: list[str], settings: dict, root: P
         for old in (root / "wandb").glob(f"*-{run_id}"):
             shutil.rmtree(old, ignore_errors=True)
         with _logs_under(root):
-            run = wandb.init(project=settings["project"], entity=settings["entity"],
+            run = wandb.init(project=settings.project, entity=settings.entity,
                              group=group, job_type="report", name=f"report-{root.name}",
                              id=run_id, resume="allow", dir=str(root), mode=mode,
-                             settings=_settings(wandb, settings))
+                             settings=_settings(wandb, settings.init_timeout_s))
         try:
             run.summary["comparison"] = wandb.Table(
                 columns=columns, data=[[row[c] for c in columns] for row in rows])

@@ -12,8 +12,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 
-from omegaconf import DictConfig, OmegaConf
-
 # 1: records before the version field (up to the reference sweep of 2026-11-30).
 # 2: `schema_version`, `cuda_graphs` observed (with `cuda_graph_audit`), env host/device index.
 # 3: `stability` (the timing-stability verdict, gnnbench/measure/stability.py).
@@ -59,31 +57,6 @@ STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupte
             "skipped")
 
 
-def new_record(cfg: DictConfig) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": "ok",
-        "reason": None,
-        "config": OmegaConf.to_container(cfg, resolve=True),
-        "env": None,
-        "dataset": None,
-        "timing": None,
-        "compile": None,
-        "memory": None,
-        "accuracy": None,
-        "comparison": None,
-        "paired": None,
-        "batching": {"mode": "full"},
-        "cuda_graphs": None,
-        "cuda_graph_audit": None,
-        "stability": None,
-        "distributed": None,
-        "scaling": None,
-        "graph_break": None,
-        "epochs": [],
-    }
-
-
 def _get(tree: Mapping, dotted: str) -> tuple[bool, object]:
     node: object = tree
     for part in dotted.split("."):
@@ -97,13 +70,16 @@ def _set(tree: dict, dotted: str, value: object) -> None:
     *parents, last = dotted.split(".")
     for part in parents:
         tree = tree.setdefault(part, {})
+        if not isinstance(tree, dict):
+            return  # not a record's shape: the reader names the problem
     tree[last] = copy.deepcopy(value)
 
 
 def upgrade(record: dict) -> dict:
     """The record as version SCHEMA_VERSION reads it (in place, and returned)."""
     version = record.setdefault("schema_version", 1)
-    model = record["config"].get("model", {}).get("name")
+    model = record["config"].get("model")
+    model = model.get("name") if isinstance(model, dict) else None
     for key, (added_in, default) in ADDED_KEYS.items():
         if key in MODEL_KEYS and MODEL_KEYS[key] != model:
             continue

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gnnbench.config import files
-from gnnbench.records import identity, shape
-from gnnbench.records.schema import upgrade
+from gnnbench.records import identity
+from gnnbench.records.model import CommandRecord, Record, RecordProblem, finished_problem, parse
 
 RESULTS_FILE = "results.json"
 CLAIMS_DIR = ".gnnbench-claims"
@@ -25,14 +25,14 @@ class WriteError(OSError):
     the file and the cause in one line."""
 
 
-def is_final(record: dict) -> bool:
+def is_final(record: Record) -> bool:
     """Whether re-running the job would only repeat this outcome: ok, skipped, and failures
     that the setting itself causes. Interrupted runs, out-of-memory (another process may have
-    held the memory) and unexpected errors (they carry a traceback) are run again."""
-    status = record.get("status")
-    if status in ("ok", "skipped", "graph_break", "compile_error", "diverged"):
+    held the memory), unexpected errors (they carry a traceback) and bad input (fixed
+    since, maybe; said again at once if not) are run again."""
+    if record.status in ("ok", "skipped", "graph_break", "compile_error", "diverged"):
         return True
-    return status == "error" and "traceback" not in record
+    return record.status == "error" and record.traceback is None and not record.input_error
 
 
 def _finite(value: object) -> object:
@@ -46,14 +46,19 @@ def _finite(value: object) -> object:
     return value
 
 
-def write(record: dict, out_dir: Path, name: str = RESULTS_FILE) -> Path:
+def write(record: Record | CommandRecord, out_dir: Path, name: str = RESULTS_FILE) -> Path:
     """Atomic write: a reader never sees half a file, even if the run is killed. The
     temporary file has a unique name, so concurrent writers never share it, and it never
     outlives a failed write (a full disk leaves the previous record, or none). `name`: a
-    file other than the run's record (a DDP rank's, for the process that started it)."""
+    file other than the run's record (a DDP rank's, for the process that started it).
+    What is written is validated as it is read (pydantic's ValidationError: a bug in
+    gnnbench, raised here rather than met by every later reader)."""
     path = out_dir / name
-    text = json.dumps(_finite({k: v for k, v in record.items() if not k.startswith("_")}),
-                      indent=2, allow_nan=False) + "\n"
+    plain = _finite(record.dump())
+    again = type(record).model_validate(json.loads(json.dumps(plain, allow_nan=False)))
+    if name == RESULTS_FILE and isinstance(again, Record) and finished_problem(again):
+        raise ValueError(f"not a finished run's record: {finished_problem(again)}")
+    text = json.dumps(plain, indent=2, allow_nan=False) + "\n"
     try:
         files.atomic_write(path, text)
     except OSError as exc:
@@ -82,9 +87,9 @@ def beside(folder: Path, why: str) -> Path:
 
 class InvalidRecord(ValueError):
     """A record no reader can use: unreadable, not JSON, or not of a record's shape
-    (records.shape). `path` and `problem` make the one-line warning of whoever skips it."""
+    (records.model). `path` and `problem` make the one-line warning of whoever skips it."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path | str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path, self.problem = path, problem
 
@@ -106,18 +111,17 @@ def _load(path: Path) -> object:
         raise InvalidRecord(path, "not JSON: nested too deep") from None
 
 
-def read(path: Path) -> dict:
-    """One record, as today's schema reads it; `_path` and `_dir` say where it came from.
+def read(path: Path) -> Record:
+    """One record, as today's schema reads it; `path` and `folder` say where it came from.
     Raises InvalidRecord for a file that no reader could use, checked here so that no
     reader meets one."""
     path = Path(path)
     path = path / RESULTS_FILE if path.is_dir() else path
-    record = _load(path)
-    found = shape.problem(record)
-    if found:
-        raise InvalidRecord(path, found)
-    record = upgrade(record)
-    record["_path"], record["_dir"] = str(path), str(path.parent)
+    try:
+        record = parse(_load(path))
+    except RecordProblem as exc:
+        raise InvalidRecord(path, str(exc)) from None
+    record.path, record.folder = str(path), str(path.parent)
     return record
 
 
@@ -128,7 +132,7 @@ def warn_skipped(exc: InvalidRecord) -> None:
           file=sys.stderr, flush=True)
 
 
-def find(folders: Iterable[Path], warn: bool = True) -> list[dict]:
+def find(folders: Iterable[Path], warn: bool = True) -> list[Record]:
     """Every usable record under `folders` (each file once), in path order. A file that
     cannot be used is skipped with a warning naming it: one bad file never hides the rest.
     `warn=False`: a caller that has just warned about these files (the same folders)."""
@@ -144,28 +148,26 @@ def find(folders: Iterable[Path], warn: bool = True) -> list[dict]:
     return records
 
 
-def eager_references(folders: Iterable[Path], config: dict, device: str) -> list[dict]:
-    """Finished eager runs of the same setting and seed as `config` on `device`, newest last."""
-    key = identity.run_key(config, device)
+def eager_references(folders: Iterable[Path], record: Record) -> list[Record]:
+    """Finished eager runs of the same setting and seed as `record`, newest last."""
+    key = identity.record_run_key(record)
     found = [r for r in find(folders)
-             if r["status"] == "ok" and r["config"]["compile"] is False
-             and identity.run_key(r["config"], identity.device_type(r)) == key]
-    return sorted(found, key=lambda r: os.stat(r["_path"]).st_mtime)
+             if r.status == "ok" and r.config.compile is False
+             and identity.record_run_key(r) == key]
+    return sorted(found, key=lambda r: os.stat(r.path).st_mtime)
 
 
-def scaling_references(folders: Iterable[Path], record: dict) -> list[dict]:
+def scaling_references(folders: Iterable[Path], record: Record) -> list[Record]:
     """Finished one-GPU runs of the same setting, variant and seed as the DDP `record`, newest
     last: DDP runs of world_size 1 if there are any (the same code on one rank), else plain
     one-process runs."""
-    key = identity.scaling_key(record["config"], identity.device_type(record))
-    seed, variant = record["config"]["train"]["seed"], identity.variant_key(record["config"])
+    key = identity.record_scaling_key(record)
+    seed, variant = record.config.train.seed, identity.record_variant(record)
     found = [r for r in find(folders)
-             if r["status"] == "ok" and identity.world_size(r["config"]) == 1
-             and r["config"]["train"]["seed"] == seed
-             and identity.variant_key(r["config"]) == variant
-             and identity.scaling_key(r["config"], identity.device_type(r)) == key]
-    found.sort(key=lambda r: (identity.distributed(r["config"]),
-                              os.stat(r["_path"]).st_mtime))
+             if r.status == "ok" and identity.record_world_size(r) == 1
+             and r.config.train.seed == seed and identity.record_variant(r) == variant
+             and identity.record_scaling_key(r) == key]
+    found.sort(key=lambda r: (identity.record_distributed(r), os.stat(r.path).st_mtime))
     return found
 
 

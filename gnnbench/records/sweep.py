@@ -10,10 +10,12 @@ least) its overrides, so a job re-run into another folder still counts.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from gnnbench.records.identity import NOT_MEASURED
+from gnnbench.records.model import Record
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -56,10 +58,19 @@ def _job_overrides(folders: list[Path]) -> dict[Path, frozenset[str]]:
     return found
 
 
-def progress(folders: list[Path], records: list[dict]) -> list[dict]:
-    """One entry per sweep folder under `folders` whose jobs are known: how many were
-    planned, and the ones without a record or interrupted."""
-    by_dir = {Path(r["_dir"]).resolve(): r for r in records}
+class Progress(NamedTuple):
+    """A sweep folder's jobs: how many were planned, and the ones without a record or
+    interrupted (each as "number: overrides")."""
+
+    sweep: str
+    planned: int
+    missing: list[str]
+    interrupted: list[str]
+
+
+def progress(folders: list[Path], records: list[Record]) -> list[Progress]:
+    """One entry per sweep folder under `folders` whose jobs are known."""
+    by_dir = {Path(r.folder).resolve(): r for r in records}
     jobs = {d.resolve(): o for d, o in _job_overrides(folders).items()}
     out = []
     for folder in folders:
@@ -72,9 +83,8 @@ def progress(folders: list[Path], records: list[dict]) -> list[dict]:
                 wanted = _measured(overrides)
                 ran = [d for d, o in jobs.items() if wanted <= o]
                 done = [by_dir[d] for d in ran if d in by_dir]
-                if any(r["status"] != "interrupted" for r in done):
+                if any(r.status != "interrupted" for r in done):
                     continue
                 (interrupted if done else missing).append(f"{num}: {' '.join(overrides)}")
-            out.append({"sweep": str(multirun.parent), "planned": len(planned),
-                        "missing": missing, "interrupted": interrupted})
+            out.append(Progress(str(multirun.parent), len(planned), missing, interrupted))
     return out

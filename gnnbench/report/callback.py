@@ -22,12 +22,12 @@ class SweepReport(Callback):
         write_report([root])
         records = store.find([root], warn=False)
         LAST_SWEEP.clear()
-        LAST_SWEEP.update(dir=str(root), failed=[r["name"] for r in records
-                                                 if r["status"] not in ("ok", "skipped")],
+        LAST_SWEEP.update(dir=str(root), failed=[r.name for r in records
+                                                 if r.status not in ("ok", "skipped")],
                           # jobs that left no record (stopped before they began, or their
                           # process died): the sweep did not do all it was asked
                           missing=[job for p in sweep.progress([root], records)
-                                   for job in p["missing"]])
+                                   for job in p.missing])
         offline = list(root.glob("wandb/offline-run-*")) + list(root.glob("*/wandb/offline-run-*"))
         if offline:
             print(f"W&B: {len(offline)} offline run(s) in this sweep (the jobs and the report); "

@@ -12,12 +12,13 @@ from pathlib import Path
 
 from gnnbench.config import files
 from gnnbench.records import publish, store, sweep
+from gnnbench.records.model import Record
 from gnnbench.report import header, headline, plots
 from gnnbench.report.markdown import report_markdown
-from gnnbench.report.rows import COLUMNS, build_rows
+from gnnbench.report.rows import COLUMNS, Row, build_rows
 
 
-def render(folders: list[Path], title: str) -> tuple[list[dict], list[dict], str, str]:
+def render(folders: list[Path], title: str) -> tuple[list[Record], list[Row], str, str]:
     """(runs, rows, report.md, report.csv) from every record under `folders`: what
     `write_report` writes, and what a committed report must equal."""
     # Records no reader can use (a command that never composed has no config) are skipped
@@ -32,12 +33,12 @@ def render(folders: list[Path], title: str) -> tuple[list[dict], list[dict], str
     table = io.StringIO(newline="")
     writer = csv.DictWriter(table, fieldnames=COLUMNS)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(row.cells() for row in rows)
     return runs, rows, markdown, table.getvalue()
 
 
 def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: bool = True,
-                 upload_hint: bool = False) -> list[dict]:
+                 upload_hint: bool = False) -> list[Row]:
     """Write report.md, report.csv, speedup.png and epoch_times.png into `out` (default: the
     first folder), from every record under `folders`. `upload_hint`: say how to upload the
     report's W&B run when it was logged offline (a sweep says it once for all its runs)."""
@@ -52,26 +53,26 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
     print(markdown)
     print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png)")
     if log_to_wandb and runs:
-        cfg = runs[0]["config"]
-        group = cfg["wandb"]["group"] or out.name
-        offline = publish.publish_report(rows, COLUMNS, cfg["wandb"], out, group)
+        settings = runs[0].config.wandb
+        offline = publish.publish_report([row.cells() for row in rows], COLUMNS, settings, out,
+                                         settings.group or out.name)
         if offline and upload_hint:
             print(publish.upload_hint(offline), flush=True)
     return rows
 
 
-def completeness(folders: list[Path], runs: list[dict]) -> str:
+def completeness(folders: list[Path], runs: list[Record]) -> str:
     """A warning section for sweeps with jobs that left no record or were interrupted."""
     lines = []
     for p in sweep.progress(folders, runs):
-        if not (p["missing"] or p["interrupted"]):
+        if not (p.missing or p.interrupted):
             continue
-        lines.append(f"\n**Sweep incomplete: {p['sweep']}** ({p['planned']} jobs planned; "
-                     f"{len(p['missing'])} without a record, {len(p['interrupted'])} "
+        lines.append(f"\n**Sweep incomplete: {p.sweep}** ({p.planned} jobs planned; "
+                     f"{len(p.missing)} without a record, {len(p.interrupted)} "
                      "interrupted). Re-run its command with `hydra.sweep.dir=` that folder to "
                      "finish it; jobs with a final record are kept.\n")
-        lines += [f"- no record: job {job}" for job in p["missing"]]
-        lines += [f"- interrupted: job {job}" for job in p["interrupted"]]
+        lines += [f"- no record: job {job}" for job in p.missing]
+        lines += [f"- interrupted: job {job}" for job in p.interrupted]
     return "\n".join(lines)
 
 

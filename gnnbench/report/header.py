@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gnnbench.measure import stability
+from gnnbench.records.model import Env, Record, Verdict
 
 SOFTWARE = (("python", "Python"), ("torch", "torch"), ("torch_geometric", "torch_geometric"),
             ("cuda", "CUDA"))
@@ -37,33 +38,33 @@ COLUMN_KEY = """\
 - **status**: `ok`, or the first failed run's status and reason."""
 
 
-def _env(run: dict) -> dict:
-    return run.get("env") or {}
+def _env(run: Record) -> Env:
+    return run.env or Env()
 
 
-def devices(runs: list[dict]) -> list[str]:
+def devices(runs: list[Record]) -> list[str]:
     """The device names the runs ran on, most runs first (for plot titles)."""
-    names = Counter(_env(r).get("device_name") or "unknown device" for r in runs
-                    if r["status"] != "skipped")
+    names = Counter(_env(r).device_name or "unknown device" for r in runs
+                    if r.status != "skipped")
     return [name for name, _ in names.most_common()]
 
 
-def _device_lines(runs: list[dict]) -> str:
+def _device_lines(runs: list[Record]) -> str:
     where = Counter()
     for run in runs:
-        if run["status"] == "skipped":
+        if run.status == "skipped":
             continue
         env = _env(run)
-        kind = str(env.get("device") or "unknown").split(":")[0]
-        host = f"host {env['host']}" if env.get("host") else "host not recorded"
-        where[f"{env.get('device_name') or 'unknown device'} ({kind}), {host}"] += 1
+        kind = str(env.device or "unknown").split(":")[0]
+        host = f"host {env.host}" if env.host else "host not recorded"
+        where[f"{env.device_name or 'unknown device'} ({kind}), {host}"] += 1
     return "; ".join(f"{place}: {n} run{'s' * (n != 1)}" for place, n in where.most_common())
 
 
-def _software_line(runs: list[dict]) -> str:
+def _software_line(runs: list[Record]) -> str:
     parts, differs = [], False
     for key, name in SOFTWARE:
-        versions = Counter(str(_env(r)[key]) for r in runs if _env(r).get(key))
+        versions = Counter(str(_env(r).get(key)) for r in runs if _env(r).get(key))
         if len(versions) == 1:
             parts.append(f"{name} {next(iter(versions))}")
         elif versions:
@@ -75,25 +76,25 @@ def _software_line(runs: list[dict]) -> str:
     return ("**differs between runs**: " if differs else "") + "; ".join(parts)
 
 
-def _epochs_line(runs: list[dict]) -> str:
+def _epochs_line(runs: list[Record]) -> str:
     """Per (epochs, warm-up) pair, the datasets run with it."""
     plans: dict[tuple[int, int], set[str]] = {}
     for run in runs:
-        if run["status"] == "skipped":
+        if run.status == "skipped":
             continue
-        train = run["config"]["train"]
-        plans.setdefault((train["epochs"], train["warmup_epochs"]), set()).add(
-            run["config"]["dataset"]["name"])
+        train = run.config.train
+        plans.setdefault((train.epochs, train.warmup_epochs), set()).add(
+            run.config.dataset.name)
     return "; ".join(f"{epochs} epochs, the first {warmup} warm-up ({', '.join(sorted(ds))})"
                      for (epochs, warmup), ds in sorted(plans.items(), reverse=True))
 
 
-def _wall_clock_line(runs: list[dict]) -> str | None:
+def _wall_clock_line(runs: list[Record]) -> str | None:
     """From the first run's start to the last one's end, and how many ran at once at most:
     what a launcher that runs jobs side by side (the GPU pool, a job array) saves. None for
     records that predate `started_at`."""
-    spans = [(r["started_at"], r["ended_at"]) for r in runs
-             if r.get("started_at") is not None and r.get("ended_at") is not None]
+    spans = [(r.started_at, r.ended_at) for r in runs
+             if r.started_at is not None and r.ended_at is not None]
     if not spans:
         return None
     events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
@@ -106,13 +107,13 @@ def _wall_clock_line(runs: list[dict]) -> str | None:
             f"{len(spans)} runs at once")
 
 
-def header(runs: list[dict], rows: list[dict], verdicts: list[dict]) -> str:
+def header(runs: list[Record], rows: list, verdicts: list[Verdict]) -> str:
     """The lines above the table; `verdicts` are the ok runs' stability verdicts."""
-    skipped = sum(r["status"] == "skipped" for r in runs)
+    skipped = sum(r.status == "skipped" for r in runs)
     ran = len(runs) - skipped
-    ok = sum(r["status"] == "ok" for r in runs)
-    unstable = sum(not v["ok"] for v in verdicts)
-    judged_late = sum(not v["recorded"] for v in verdicts)
+    ok = sum(r.status == "ok" for r in runs)
+    unstable = sum(not v.ok for v in verdicts)
+    judged_late = sum(not v.recorded for v in verdicts)
     stable_line = f"{unstable} of {len(verdicts)} ok runs warned (listed under the table)"
     if judged_late:
         stable_line += (f"; {judged_late} record(s) predate the checks: their steady epochs "

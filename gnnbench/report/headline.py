@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from gnnbench.config import files
-from gnnbench.report.rows import setting_note
+from gnnbench.report.rows import Row, setting_note
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
@@ -30,45 +31,52 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def overhead_cell(row: dict) -> str:
+def overhead_cell(row: Row) -> str:
     """Compile overhead as `median [max]` over a row's runs."""
-    if row.get("compile_overhead_s") is None:
+    if row.compile_overhead_s is None:
         return "–"
-    return f"{row['compile_overhead_s']:.2f} [{row['compile_overhead_max_s']:.2f}]"
+    return f"{row.compile_overhead_s:.2f} [{row.compile_overhead_max_s:.2f}]"
 
 
-def headline_rows(rows: list[dict]) -> list[dict]:
-    """One entry per (model, dataset): its eager row, its `compile-default` row and its
-    fastest compiled row that ran (None where there is none)."""
-    settings: dict[tuple, list[dict]] = {}
+class Headline(NamedTuple):
+    """A (model, dataset): its eager row, its `compile-default` row and its fastest compiled
+    row that ran (None where there is none)."""
+
+    model: str
+    dataset: str
+    eager: Row | None
+    default: Row | None
+    fastest: Row | None
+
+
+def headline_rows(rows: list[Row]) -> list[Headline]:
+    settings: dict[tuple, list[Row]] = {}
     for row in rows:  # rows of other precisions or layouts are settings of their own
-        if row.get("distributed", "none") != "none":  # DDP rows: the report's Scaling section
+        if (row.distributed or "none") != "none":  # DDP rows: the report's Scaling section
             continue
-        key = (row["model"], row["dataset"], row.get("precision"), row.get("layout"))
-        settings.setdefault(key, []).append(row)
+        settings.setdefault((row.model, row.dataset, row.precision, row.layout), []).append(row)
     out = []
     for (model, dataset, *_), members in settings.items():
-        compiled = [r for r in members if r["variant"] != "eager" and r["speedup"] is not None]
-        out.append({
-            "model": model, "dataset": dataset + setting_note(members[0]),
-            "eager": next((r for r in members if r["variant"] == "eager"), None),
-            "default": next((r for r in compiled if r["variant"] == "compile-default"), None),
-            "fastest": max(compiled, key=lambda r: r["speedup"]) if compiled else None,
-        })
+        compiled = [r for r in members if r.variant != "eager" and r.speedup is not None]
+        out.append(Headline(
+            model, dataset + setting_note(members[0]),
+            eager=next((r for r in members if r.variant == "eager"), None),
+            default=next((r for r in compiled if r.variant == "compile-default"), None),
+            fastest=max(compiled, key=lambda r: r.speedup) if compiled else None))
     return out
 
 
-def _measure(row: dict | None, measure: str = "") -> str:
+def _measure(row: Row | None, measure: str = "") -> str:
     """`measure`: "" (the train step), "inference" or "epoch"."""
     if not row:
         return "–"
-    prefix = f"{measure}_" if measure else ""
-    return speedup_cell(row.get(f"{measure}_speedup" if measure else "speedup"),
-                        row.get(f"{prefix}ci_low" if measure else "speedup_ci_low"),
-                        row.get(f"{prefix}ci_high" if measure else "speedup_ci_high"))
+    if not measure:
+        return speedup_cell(row.speedup, row.speedup_ci_low, row.speedup_ci_high)
+    return speedup_cell(getattr(row, f"{measure}_speedup"), getattr(row, f"{measure}_ci_low"),
+                        getattr(row, f"{measure}_ci_high"))
 
 
-def to_markdown(rows: list[dict], link: str) -> str:
+def to_markdown(rows: list[Row], link: str) -> str:
     head = ("| model | dataset | eager train time per epoch (ms) | `compile=true` speedup "
             "| fastest variant | its speedup [95% CI] | its inference speedup "
             "| its whole-epoch speedup | compile overhead (s), median [max] "
@@ -76,18 +84,18 @@ def to_markdown(rows: list[dict], link: str) -> str:
             "| graph breaks | memory ratio | Δ test acc | runs |")
     lines = [head, "|" + "---|" * 14]
     for h in headline_rows(rows):
-        eager, default, best = h["eager"], h["default"], h["fastest"] or {}
-        be = best.get("break_even_epochs")
-        lines.append(
-            f"| {h['model']} | {h['dataset']} | {_num(eager and eager['epoch_ms'])} | "
-            f"{_measure(default)} | {best.get('variant', '–')} | "
-            f"{_measure(best)}"
-            f" | {_measure(best, 'inference')} | {_measure(best, 'epoch')}"
-            f" | {overhead_cell(best) if best else '–'} | "
-            f"{_num(be, 0) if be is not None else ('never' if best else '–')} | "
-            f"{_num(best.get('graph_breaks'), 0) if best.get('graph_breaks') is not None else '–'}"
-            f" | {_num(best.get('memory_ratio'))} | {_num(best.get('test_acc_delta'), 4)} | "
-            f"{best.get('runs', '–')} |")
+        best = h.fastest
+        if best is None:
+            cells = ["–"] * 10
+        else:
+            be = best.break_even_epochs
+            cells = [best.variant, _measure(best), _measure(best, "inference"),
+                     _measure(best, "epoch"), overhead_cell(best),
+                     _num(be, 0) if be is not None else "never",
+                     _num(best.graph_breaks, 0) if best.graph_breaks is not None else "–",
+                     _num(best.memory_ratio), _num(best.test_acc_delta, 4), best.runs]
+        lines.append(f"| {h.model} | {h.dataset} | {_num(h.eager and h.eager.epoch_ms)} | "
+                     f"{_measure(h.default)} | " + " | ".join(cells) + " |")
     lines.append(f"\nFull results, every variant and how they were made: [{link}]({link}).")
     return "\n".join(lines)
 

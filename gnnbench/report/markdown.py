@@ -4,9 +4,10 @@ should not be quoted without a second look."""
 from __future__ import annotations
 
 from gnnbench.records.compare import run_stability
+from gnnbench.records.model import Env, Record
 from gnnbench.report import header, sites
 from gnnbench.report.headline import overhead_cell, speedup_cell
-from gnnbench.report.rows import groups, stability_warnings, variant_cell
+from gnnbench.report.rows import Row, groups, stability_warnings, variant_cell
 from gnnbench.report.summary import PAIRED_EPOCH
 
 
@@ -16,61 +17,62 @@ def _fmt(value: object, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def _cuda_graphs(row: dict) -> str:
-    if row["cuda_graphs"] is None:
+def _cuda_graphs(row: Row) -> str:
+    if row.cuda_graphs is None:
         return "–"
-    skips = row["cudagraph_skips"]
-    return row["cuda_graphs"] + (f", {skips} skipped by Inductor" if skips else "")
+    skips = row.cudagraph_skips
+    return row.cuda_graphs + (f", {skips} skipped by Inductor" if skips else "")
 
 
-def _accuracy(row: dict) -> str:
-    if row["test_acc_mean"] is None:
+def _accuracy(row: Row) -> str:
+    if row.test_acc_mean is None:
         return "–"
-    if row["test_acc_std"] is None:  # one run: no spread to show
-        cell = f"{row['test_acc_mean']:.4f} (1 run)"
+    if row.test_acc_std is None:  # one run: no spread to show
+        cell = f"{row.test_acc_mean:.4f} (1 run)"
     else:
-        cell = f"{row['test_acc_mean']:.4f} ± {row['test_acc_std']:.4f}"
-    near = row.get("near_chance_runs")
+        cell = f"{row.test_acc_mean:.4f} ± {row.test_acc_std:.4f}"
+    near = row.near_chance_runs
     return cell + (f"; **{near} near chance**" if near else "")
 
 
-def _stability(row: dict, disagree: bool) -> str:
-    if row["epoch_ms"] is None:
+def _stability(row: Row, disagree: bool) -> str:
+    if row.epoch_ms is None:
         return "–"
-    unstable, parts = row["unstable_runs"], []
+    unstable, parts = row.unstable_runs, []
     if unstable:
-        parts.append(f"{unstable} of {row['runs'].split('/')[0]} unstable")
+        parts.append(f"{unstable} of {row.runs.split('/')[0]} unstable")
     if disagree:
         parts.append("runs disagree")
     return "; ".join(parts) or ("too few epochs" if unstable is None else "ok")
 
 
-def _paired(row: dict) -> bool:
-    return "paired" in row["variant"].split()
+def _paired(row: Row) -> bool:
+    return "paired" in row.variant.split()
 
 
-def _speedup(row: dict, measure: str) -> str:
-    value = row.get(f"{measure}_speedup")
-    if value is None and measure == "epoch" and _paired(row) and row["speedup"] is not None:
+def _speedup(row: Row, measure: str) -> str:
+    value = getattr(row, f"{measure}_speedup")
+    if value is None and measure == "epoch" and _paired(row) and row.speedup is not None:
         return "– (paired)"
-    return speedup_cell(value, row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high"))
+    return speedup_cell(value, getattr(row, f"{measure}_ci_low"),
+                        getattr(row, f"{measure}_ci_high"))
 
 
-def _run_ratios(row: dict) -> str:
-    low, high = row.get("run_ratio_min"), row.get("run_ratio_max")
+def _run_ratios(row: Row) -> str:
+    low, high = row.run_ratio_min, row.run_ratio_max
     if low is None:
         return "–"
     return f"{low:.2f}×" if abs(high - low) < 0.005 else f"{low:.2f}–{high:.2f}×"
 
 
-def _pays_back(row: dict) -> str:
-    cells = [f"{state}: {row[column]}" for state, column in
-             (("cold cache", "pays_back_cold"), ("warm cache", "pays_back_warm"),
-              ("cache not recorded", "pays_back_unrecorded")) if row.get(column)]
+def _pays_back(row: Row) -> str:
+    cells = [f"{state}: {cell}" for state, cell in
+             (("cold cache", row.pays_back_cold), ("warm cache", row.pays_back_warm),
+              ("cache not recorded", row.pays_back_unrecorded)) if cell]
     return "; ".join(cells) or "–"
 
 
-def to_markdown(rows: list[dict], skipped: int = 0,
+def to_markdown(rows: list[Row], skipped: int = 0,
                 disagree: list[bool] | None = None) -> str:
     """The table; `disagree[i]`: row i's runs disagree with each other (stability)."""
     disagree = disagree or [False] * len(rows)
@@ -81,25 +83,25 @@ def to_markdown(rows: list[dict], skipped: int = 0,
             "| memory ratio | test acc (mean ± std) | Δ acc vs eager | stability | status |")
     lines = [head, "|" + "---|" * 21]
     for r, runs_disagree in zip(rows, disagree, strict=True):
-        speed = "–" if r["speedup"] is None else speedup_cell(
-            r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"],
-            f"no CI: {r['steady_epochs']} epochs")
-        if r["speedup"] is not None and r.get("ci_level") == "epochs":
+        speed = "–" if r.speedup is None else speedup_cell(
+            r.speedup, r.speedup_ci_low, r.speedup_ci_high,
+            f"no CI: {r.steady_epochs} epochs")
+        if r.speedup is not None and r.ci_level == "epochs":
             speed += " (within-process)"
-        e2e = r.get("end_to_end_speedup")
-        status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason'][:120]}"
-        be = r["break_even_epochs"]
+        e2e = r.end_to_end_speedup
+        status = r.status if not r.reason else f"{r.status}: {r.reason[:120]}"
+        be = r.break_even_epochs
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {variant_cell(r)} | {r['runs']} | "
-            f"{_fmt(r['epoch_ms'])} [{_fmt(r['epoch_ms_iqr'])}] | {speed} | "
+            f"| {r.model} | {r.dataset} | {variant_cell(r)} | {r.runs} | "
+            f"{_fmt(r.epoch_ms)} [{_fmt(r.epoch_ms_iqr)}] | {speed} | "
             f"{_run_ratios(r)} | {_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | "
             f"{'–' if e2e is None else f'{e2e:.2f}×'} | {overhead_cell(r)} | "
-            f"{_fmt(be, 0) if be is not None else ('never' if r['speedup'] else '–')} | "
+            f"{_fmt(be, 0) if be is not None else ('never' if r.speedup else '–')} | "
             f"{_pays_back(r)} | "
-            f"{_fmt(r['graph_breaks'])} | {_fmt(r['recompiles'])} | {_cuda_graphs(r)} | "
-            f"{_fmt(r['memory_ratio'])} | {_accuracy(r)} | {_fmt(r['test_acc_delta'], 4)} | "
+            f"{_fmt(r.graph_breaks)} | {_fmt(r.recompiles)} | {_cuda_graphs(r)} | "
+            f"{_fmt(r.memory_ratio)} | {_accuracy(r)} | {_fmt(r.test_acc_delta, 4)} | "
             f"{_stability(r, runs_disagree)} | {status.replace('|', '/')} |")
-    if any(_paired(r) and r["speedup"] is not None for r in rows):
+    if any(_paired(r) and r.speedup is not None for r in rows):
         lines.append(f"\nPaired rows have no whole-epoch speedup: {PAIRED_EPOCH} (the "
                      "compiled model's and its eager twin's); their train steps and inference "
                      "are timed apart.")
@@ -108,9 +110,9 @@ def to_markdown(rows: list[dict], skipped: int = 0,
     return "\n".join(lines)
 
 
-def scaling_markdown(rows: list[dict]) -> str | None:
+def scaling_markdown(rows: list[Row]) -> str | None:
     """DDP rows: throughput and scaling against one rank; None when there are none."""
-    ddp = [r for r in rows if r.get("distributed") == "ddp" and r["epoch_ms"] is not None]
+    ddp = [r for r in rows if r.distributed == "ddp" and r.epoch_ms is not None]
     if not ddp:
         return None
     lines = ["## Scaling (DDP)", "",
@@ -124,56 +126,55 @@ def scaling_markdown(rows: list[dict]) -> str | None:
              "throughput (nodes/s) | speedup vs 1 rank | scaling efficiency [95% CI] |",
              "|" + "---|" * 9]
     for r in ddp:
-        eff = "–" if r["scaling_efficiency"] is None else f"{r['scaling_efficiency']:.2f}" + (
-            f" [{r['scaling_efficiency_ci_low']:.2f}–{r['scaling_efficiency_ci_high']:.2f}]"
-            if r["scaling_efficiency_ci_low"] is not None else " [no CI]")
-        rate = "–" if r["throughput_nodes_s"] is None else f"{r['throughput_nodes_s']:,.0f}"
-        lines.append(f"| {r['model']} | {r['dataset']} | {r['variant']} | {r['world_size']} | "
-                     f"{r['runs']} | {_fmt(r['epoch_ms'])} | {rate} | "
-                     f"{_fmt(r['scaling_speedup'])} | {eff} |")
+        eff = "–" if r.scaling_efficiency is None else f"{r.scaling_efficiency:.2f}" + (
+            f" [{r.scaling_efficiency_ci_low:.2f}–{r.scaling_efficiency_ci_high:.2f}]"
+            if r.scaling_efficiency_ci_low is not None else " [no CI]")
+        rate = "–" if r.throughput_nodes_s is None else f"{r.throughput_nodes_s:,.0f}"
+        lines.append(f"| {r.model} | {r.dataset} | {r.variant} | {r.world_size} | "
+                     f"{r.runs} | {_fmt(r.epoch_ms)} | {rate} | "
+                     f"{_fmt(r.scaling_speedup)} | {eff} |")
     return "\n".join(lines)
 
 
-def _gpus(run: dict) -> str:
+def _gpus(run: Record) -> str:
     """The host's index of the GPU(s) a run trained on (every rank's for a DDP run)."""
-    env = run.get("env") or {}
-    ranks = (run.get("distributed") or {}).get("ranks") or []
-    if ranks and any(str(r.get("device") or "").startswith("cuda") for r in ranks):
-        return ", ".join(str(r["device_index"]) if r.get("device_index") is not None else
+    env = run.env or Env()
+    ranks = [Env.model_validate(r) for r in (run.distributed.ranks or [])] \
+        if run.distributed is not None else []
+    if ranks and any(str(r.device or "").startswith("cuda") for r in ranks):
+        return ", ".join(str(r.device_index) if r.device_index is not None else
                          "not recorded" for r in ranks)
-    if str(env.get("device") or "").startswith("cuda"):
-        index = env.get("device_index")
-        return str(index) if index is not None else "not recorded"
+    if str(env.device or "").startswith("cuda"):
+        return str(env.device_index) if env.device_index is not None else "not recorded"
     return "–"
 
 
-def runs_markdown(runs: list[dict]) -> str:
+def runs_markdown(runs: list[Record]) -> str:
     """Where each run ran: its host and GPU, so that runs from several hosts (or copied back
     from a cluster) can be told apart."""
     lines = ["## Runs", "", "<details><summary>Each run's host and GPU "
              f"({len(runs)} records)</summary>", "",
              "| run | status | host | device | GPU (host index) | folder |", "|" + "---|" * 6]
-    for run in sorted(runs, key=lambda r: (r.get("name") or "", r.get("_dir") or "")):
-        env = run.get("env") or {}
-        folder = "/".join(str(run.get("_dir") or "").split("/")[-2:])
-        lines.append(f"| {run.get('name')} | {run['status']} | "
-                     f"{env.get('host') or 'not recorded'} | "
-                     f"{env.get('device_name') or '–'} ({env.get('device') or '–'}) | "
+    for run in sorted(runs, key=lambda r: (r.name, r.folder or "")):
+        env = run.env or Env()
+        folder = "/".join(str(run.folder or "").split("/")[-2:])
+        lines.append(f"| {run.name} | {run.status} | {env.host or 'not recorded'} | "
+                     f"{env.device_name or '–'} ({env.device or '–'}) | "
                      f"{_gpus(run)} | {folder} |")
     return "\n".join([*lines, "", "</details>"])
 
 
-def report_markdown(title: str, runs: list[dict], rows: list[dict]) -> str:
+def report_markdown(title: str, runs: list[Record], rows: list[Row]) -> str:
     """The whole of report.md: header, table, stability warnings."""
     members = [m for _, m in groups(runs)]
     warnings = [stability_warnings(m) for m in members]
     disagree = [any(who == "runs" for who, _ in found) for found in warnings]
     verdicts = [v for m in members for v in map(run_stability, m) if v is not None]
-    skipped = sum(r["status"] == "skipped" for r in runs)
+    skipped = sum(r.status == "skipped" for r in runs)
     parts = [f"# gnnbench report: {title}", header.header(runs, rows, verdicts),
              to_markdown(rows, skipped, disagree)]
     listed = [f"- `{who}`: {warning}" if who != "runs" else
-              f"- {r['model']}/{r['dataset']} {r['variant']}, across its runs: {warning}"
+              f"- {r.model}/{r.dataset} {r.variant}, across its runs: {warning}"
               for r, found in zip(rows, warnings, strict=True) for who, warning in found]
     scaling = scaling_markdown(rows)
     if scaling:

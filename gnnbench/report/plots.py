@@ -16,14 +16,15 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from gnnbench.config import files
 from gnnbench.records.compare import steady_steps  # noqa: E402
-from gnnbench.report.rows import groups, variant_cell  # noqa: E402
+from gnnbench.records.model import Record  # noqa: E402
+from gnnbench.report.rows import Row, groups, variant_cell  # noqa: E402
 
 FASTER, SLOWER, UNCLEAR, EAGER = "tab:green", "tab:red", "tab:gray", "black"
 
 
-def row_label(row: dict) -> str:
-    unstable = " [unstable]" if row.get("unstable_runs") else ""
-    return f"{row['model']}/{row['dataset']}  {variant_cell(row)}{unstable}"
+def row_label(row: Row) -> str:
+    unstable = " [unstable]" if row.unstable_runs else ""
+    return f"{row.model}/{row.dataset}  {variant_cell(row)}{unstable}"
 
 
 def _plain(ms: float) -> str:
@@ -61,7 +62,7 @@ def _figure(n: int) -> tuple[plt.Figure, plt.Axes]:
     return plt.subplots(figsize=(10, 1.6 + 0.26 * max(n, 2)))
 
 
-def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[dict], path: Path) -> dict:
+def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[Row], path: Path) -> dict:
     labels = [row_label(r) for r in rows]
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)  # the table's first row at the top
@@ -75,10 +76,10 @@ def _labels(fig: plt.Figure, ax: plt.Axes, rows: list[dict], path: Path) -> dict
     return drawn
 
 
-def speedup_bars(rows: list[dict], path: Path, device: str | None = None) -> dict:
+def speedup_bars(rows: list[Row], path: Path, device: str | None = None) -> dict:
     """Each row's speedup as a point with its 95 % CI, eager rows as the 1× reference."""
     fig, ax = _figure(len(rows))
-    measured = [r for r in rows if r["speedup"] is not None]
+    measured = [r for r in rows if r.speedup is not None]
     if not measured:
         ax.set_title(f"No speedup to show{_on(device)}: no compiled run has an eager "
                      f"reference of the same setting", fontsize=10)
@@ -87,17 +88,17 @@ def speedup_bars(rows: list[dict], path: Path, device: str | None = None) -> dic
                 transform=ax.transAxes)
         ax.set_xticks([])
         return _labels(fig, ax, rows, path)
-    lows = [r["speedup_ci_low"] or r["speedup"] for r in measured]
-    highs = [r["speedup_ci_high"] or r["speedup"] for r in measured]
+    lows = [r.speedup_ci_low or r.speedup for r in measured]
+    highs = [r.speedup_ci_high or r.speedup for r in measured]
     _axis(ax, min(1.0, *lows), max(1.0, *highs), "×")
     ax.axvline(1.0, color=EAGER, linewidth=1)
     for y, row in enumerate(rows):
-        if row["variant"] == "eager":
+        if row.variant == "eager":
             ax.plot(1.0, y, "D", color=EAGER, markersize=4)
             continue
-        speed, low, high = row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]
+        speed, low, high = row.speedup, row.speedup_ci_low, row.speedup_ci_high
         if speed is None:
-            why = "failed" if row["epoch_ms"] is None else "no eager reference"
+            why = "failed" if row.epoch_ms is None else "no eager reference"
             ax.annotate(why, (1.0, y), xytext=(6, 0), textcoords="offset points",
                         va="center", fontsize=7, color=UNCLEAR)
             continue
@@ -115,12 +116,12 @@ def speedup_bars(rows: list[dict], path: Path, device: str | None = None) -> dic
     return _labels(fig, ax, rows, path)
 
 
-def epoch_time_distributions(rows: list[dict], runs: list[dict], path: Path,
+def epoch_time_distributions(rows: list[Row], runs: list[Record], path: Path,
                              device: str | None = None) -> dict:
     """Each row's steady epoch times (all its runs pooled) as a box: median, quartiles,
     whiskers at 1.5 IQR, every slower or faster epoch as a point."""
     fig, ax = _figure(len(rows))
-    series = [[s * 1e3 for r in members if r["status"] == "ok" for s in steady_steps(r)]
+    series = [[s * 1e3 for r in members if r.status == "ok" for s in steady_steps(r)]
               for _, members in groups(runs)]
     drawn = [(y, s) for y, s in enumerate(series) if s]
     if drawn:
@@ -131,8 +132,8 @@ def epoch_time_distributions(rows: list[dict], runs: list[dict], path: Path,
                            flierprops={"markersize": 2, "alpha": 0.5},
                            medianprops={"color": "black"})
         for (y, _), box in zip(drawn, boxes["boxes"], strict=True):
-            box.set_facecolor("lightgray" if rows[y]["variant"] == "eager" else "tab:blue")
-            ax.annotate(f"{_plain(rows[y]['epoch_ms'])} ms", (1.0, y), xytext=(4, 0),
+            box.set_facecolor("lightgray" if rows[y].variant == "eager" else "tab:blue")
+            ax.annotate(f"{_plain(rows[y].epoch_ms)} ms", (1.0, y), xytext=(4, 0),
                         xycoords=("axes fraction", "data"), textcoords="offset points",
                         va="center", fontsize=7)
     for y, s in enumerate(series):

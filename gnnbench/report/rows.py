@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import statistics
 
-from gnnbench.config import variant_label
+from pydantic import BaseModel, ConfigDict
+
 from gnnbench.measure import stability
 from gnnbench.measure.stats import summarize
 from gnnbench.records import identity
@@ -17,46 +18,98 @@ from gnnbench.records.compare import (
     run_stability,
     steady_steps,
 )
-
-COLUMNS = ["model", "dataset", "variant", "distributed", "world_size", "runs", "status",
-           "steady_epochs", "epoch_ms",
-           "epoch_ms_iqr",
-           "run_median_ms_min", "run_median_ms_max", "speedup", "speedup_ci_low",
-           "speedup_ci_high", "compile_overhead_s", "compile_overhead_max_s",
-           "break_even_epochs", "graph_breaks",
-           "recompiles", "cuda_graphs", "cudagraph_skips", "memory_ratio", "test_acc_mean",
-           "test_acc_std", "test_acc_delta", "reason", "unstable_runs", "precision", "layout",
-           "inference_speedup", "inference_ci_low", "inference_ci_high", "epoch_speedup",
-           "epoch_ci_low", "epoch_ci_high",
-           # DDP rows (README, Scaling out): training nodes per second, and against the row
-           # of the same setting and variant on one rank.
-           "throughput_nodes_s", "scaling_speedup", "scaling_efficiency",
-           "scaling_efficiency_ci_low", "scaling_efficiency_ci_high",
-           # Runs whose test accuracy stayed near the majority-class share (did not learn);
-           # empty for records older than the check.
-           "near_chance_runs",
-           # Honest uncertainty: what the interval covers ("runs": resampled runs, then
-           # epochs; "epochs": one run a side, within-process only), whether it excludes
-           # 1.0, each compiled run's own ratio against the eager run of its seed, the
-           # end-to-end speedup of whole runs, and the measured pay-back by cache state.
-           "ci_level", "measurable", "run_ratio_min", "run_ratio_max", "end_to_end_speedup",
-           "pays_back_cold", "pays_back_warm", "pays_back_unrecorded", "reference_notes"]
+from gnnbench.records.model import Comparison, PayBack, Record, Spread
 
 
-def setting_note(row: dict) -> str:
+class Row(BaseModel):
+    """One row of the comparison table (report.csv's columns, in order)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    dataset: str | None = None
+    variant: str | None = None
+    distributed: str | None = None
+    world_size: int | None = None
+    runs: str | None = None
+    status: str | None = None
+    steady_epochs: int | None = None
+    # The train step's median over the steady epochs of the row's runs (mini-batch: the
+    # train part of an epoch), and its IQR.
+    epoch_ms: float | None = None
+    epoch_ms_iqr: float | None = None
+    run_median_ms_min: float | None = None
+    run_median_ms_max: float | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    compile_overhead_s: float | None = None
+    compile_overhead_max_s: float | None = None
+    break_even_epochs: float | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    cuda_graphs: str | None = None
+    cudagraph_skips: int | None = None
+    memory_ratio: float | None = None
+    test_acc_mean: float | None = None
+    test_acc_std: float | None = None
+    test_acc_delta: float | None = None
+    reason: str | None = None
+    unstable_runs: int | None = None
+    precision: str | None = None
+    layout: str | None = None
+    inference_speedup: float | None = None
+    inference_ci_low: float | None = None
+    inference_ci_high: float | None = None
+    epoch_speedup: float | None = None
+    epoch_ci_low: float | None = None
+    epoch_ci_high: float | None = None
+    # DDP rows (README, Scaling out): training nodes per second, and against the row of the
+    # same setting and variant on one rank.
+    throughput_nodes_s: float | None = None
+    scaling_speedup: float | None = None
+    scaling_efficiency: float | None = None
+    scaling_efficiency_ci_low: float | None = None
+    scaling_efficiency_ci_high: float | None = None
+    # Runs whose test accuracy stayed near the majority-class share (did not learn); empty
+    # for records older than the check.
+    near_chance_runs: int | None = None
+    # Honest uncertainty: what the interval covers ("runs": resampled runs, then epochs;
+    # "epochs": one run a side, within-process only), whether it excludes 1.0, each compiled
+    # run's own ratio against the eager run of its seed, the end-to-end speedup of whole
+    # runs, and the measured pay-back by cache state.
+    ci_level: str | None = None
+    measurable: bool | None = None
+    run_ratio_min: float | None = None
+    run_ratio_max: float | None = None
+    end_to_end_speedup: float | None = None
+    pays_back_cold: str | None = None
+    pays_back_warm: str | None = None
+    pays_back_unrecorded: str | None = None
+    reference_notes: str | None = None
+
+    def cells(self) -> dict:
+        """The row as report.csv writes it."""
+        return {column: getattr(self, column) for column in COLUMNS}
+
+
+COLUMNS = list(Row.model_fields)
+
+
+def setting_note(row: Row) -> str:
     """The precision and layout of a row when they are not the defaults (fp32, coo): rows
     of one model, dataset and variant differ by them in a matrix sweep."""
-    parts = [p for p, default in ((row.get("precision"), "fp32"), (row.get("layout"), "coo"))
+    parts = [p for p, default in ((row.precision, "fp32"), (row.layout, "coo"))
              if p and p != default]
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def variant_cell(row: dict) -> str:
+def variant_cell(row: Row) -> str:
     """The variant, its precision and layout where not the defaults, and for a DDP row how
     many ranks (GPUs) trained it."""
-    cell = row["variant"] + setting_note(row)
-    if row.get("distributed") == "ddp":
-        return f"{cell}, DDP ×{row['world_size']}"
+    cell = row.variant + setting_note(row)
+    if row.distributed == "ddp":
+        return f"{cell}, DDP ×{row.world_size}"
     return cell
 
 
@@ -67,156 +120,161 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
-def stability_warnings(members: list[dict]) -> list[tuple[str, str]]:
+def stability_warnings(members: list[Record]) -> list[tuple[str, str]]:
     """(run name or "runs", warning) for every warning of a row's runs, its runs' own
     first, then whether its runs disagree with each other."""
-    ok = sorted((r for r in members if r["status"] == "ok"), key=lambda r: r["name"])
-    found = [(r["name"], w) for r in ok for w in (run_stability(r) or {}).get("warnings", [])]
-    medians = {r["name"]: r["timing"]["train_step_s"]["median"] for r in ok}
+    ok = sorted((r for r in members if r.status == "ok"), key=lambda r: r.name)
+    found = [(r.name, w) for r in ok if (v := run_stability(r)) is not None for w in v.warnings]
+    medians = {r.name: r.timing.train_step_s.median for r in ok}
     return found + [("runs", w) for w in stability.across_runs(medians)]
 
 
-def groups(runs: list[dict]) -> list[tuple[tuple[str, str], list[dict]]]:
+Group = tuple[tuple[str, str], list[Record]]
+
+
+def groups(runs: list[Record]) -> list[Group]:
     """The runs of each row, in the rows' order: ((setting key, variant), runs). Every view
     (table, plots) takes its order from here, so a row is in the same place in each."""
-    found: dict[tuple[str, str], list[dict]] = {}
+    found: dict[tuple[str, str], list[Record]] = {}
     for run in runs:
-        if run["status"] == "skipped":
+        if run.status == "skipped":
             continue
-        key = (identity.record_setting_key(run), variant_label(run["config"]))
+        key = (identity.record_setting_key(run), identity.record_variant(run))
         found.setdefault(key, []).append(run)
 
-    def order(item: tuple) -> tuple:
+    def order(item: Group) -> tuple:
         (setting, variant), members = item
-        cfg = members[0]["config"]
-        return (cfg["model"]["name"], cfg["dataset"]["name"], identity.distributed(cfg),
-                identity.world_size(cfg), setting, variant != "eager", variant)
+        first = members[0]
+        return (first.config.model.name, first.config.dataset.name,
+                identity.record_distributed(first), identity.record_world_size(first),
+                setting, variant != "eager", variant)
 
     return sorted(found.items(), key=order)
 
 
-def cuda_graphs_cell(runs: list[dict]) -> tuple[str, int | None]:
+def cuda_graphs_cell(runs: list[Record]) -> tuple[str, int | None]:
     """What CUDA graphs the runs ran under, and Inductor's skips. Records before schema 2
     wrote what the setting asked for, not what was observed: they say so."""
-    kinds = sorted({r.get("cuda_graphs") or "none" for r in runs})
-    audits = [r.get("cuda_graph_audit") for r in runs]
+    kinds = sorted({r.cuda_graphs or "none" for r in runs})
+    audits = [r.cuda_graph_audit for r in runs]
     label = ", ".join(kinds)
-    if any(a is None for a in audits) and any(r["config"]["compile"] for r in runs):
+    if any(a is None for a in audits) and any(r.config.compile for r in runs):
         return f"{label} (not observed)", None
     observed = [a for a in audits if a]
-    return label, sum(a["inductor_skips"] for a in observed) if observed else None
+    return label, sum(a.inductor_skips for a in observed) if observed else None
 
 
-def single_rank_runs(grouped: list[tuple[tuple[str, str], list[dict]]],
-                     members: list[dict]) -> list[dict]:
+def single_rank_runs(grouped: list[Group], members: list[Record]) -> list[Record]:
     """The runs on one rank of the setting and variant of a DDP row on several: DDP runs
     of world_size 1 if there are any, else plain one-process runs."""
-    cfg = members[0]["config"]
-    key = identity.scaling_key(cfg, identity.device_type(members[0]))
-    variant = identity.variant_key(cfg)
-    found: dict[bool, list[dict]] = {False: [], True: []}
+    key = identity.record_scaling_key(members[0])
+    variant = identity.record_variant(members[0])
+    found: dict[bool, list[Record]] = {False: [], True: []}
     for (_, row_variant), runs in grouped:
-        first = runs[0]["config"]
-        if (row_variant == variant and identity.world_size(first) == 1
-                and identity.scaling_key(first, identity.device_type(runs[0])) == key):
-            found[identity.distributed(first)] += runs
+        if (row_variant == variant and identity.record_world_size(runs[0]) == 1
+                and identity.record_scaling_key(runs[0]) == key):
+            found[identity.record_distributed(runs[0])] += runs
     return found[True] or found[False]
 
 
-def _scaling(row: dict, single: list[dict], ok: list[dict]) -> None:
-    if ok and "ranks" in (ok[0]["timing"] or {}):
-        rates = [r["timing"]["throughput_nodes_per_s"] for r in ok]
-        row["throughput_nodes_s"] = statistics.median(r for r in rates if r is not None) \
+def _scaling(row: Row, single: list[Record], ok: list[Record]) -> None:
+    if ok and ok[0].timing is not None and ok[0].timing.ranks is not None:
+        rates = [r.timing.throughput_nodes_per_s for r in ok]
+        row.throughput_nodes_s = statistics.median(r for r in rates if r is not None) \
             if any(r is not None for r in rates) else None
     cmp = compare_scaling(single, ok) if single else None
     if cmp is not None:
-        row.update(scaling_speedup=cmp["speedup"], scaling_efficiency=cmp["efficiency"],
-                   scaling_efficiency_ci_low=cmp["efficiency_ci95"][0],
-                   scaling_efficiency_ci_high=cmp["efficiency_ci95"][1])
+        row.scaling_speedup, row.scaling_efficiency = cmp.speedup, cmp.efficiency
+        row.scaling_efficiency_ci_low, row.scaling_efficiency_ci_high = cmp.efficiency_ci95
 
 
-def pays_back_cell(found: dict | None) -> str | None:
+def pays_back_cell(found: PayBack | None) -> str | None:
     """"epoch 35 (3 runs)", "never in 200 epochs (3 runs)", "epoch 35; 1 of 3 never"."""
     if not found:
         return None
-    runs, never = found["runs"], found["never"]
+    runs, never = found.runs, found.never
     if never == runs:
-        return f"never in {found['epochs']} epochs ({runs} run{'s' * (runs > 1)})"
-    cell = f"epoch {found['median_epoch']:.0f}"
+        return f"never in {found.epochs} epochs ({runs} run{'s' * (runs > 1)})"
+    cell = f"epoch {found.median_epoch:.0f}"
     return cell + (f"; {never} of {runs} never" if never else
                    f" ({runs} run{'s' * (runs > 1)})")
 
 
-def build_rows(runs: list[dict]) -> list[dict]:
+def _measured(row: Row, ok: list[Record]) -> None:
+    """What every row with finished runs shows: step times, accuracy, CUDA graphs, stability."""
+    stats = Spread.model_validate(summarize([s for r in ok for s in steady_steps(r)]))
+    medians = [r.timing.train_step_s.median for r in ok]
+    row.steady_epochs, row.epoch_ms, row.epoch_ms_iqr = stats.n, stats.median * 1e3, stats.iqr * 1e3
+    row.run_median_ms_min, row.run_median_ms_max = min(medians) * 1e3, max(medians) * 1e3
+    row.test_acc_mean, row.test_acc_std = _mean_std([r.accuracy.test_at_best_val for r in ok])
+    judged = [r.accuracy.near_chance for r in ok if r.accuracy.has("near_chance")]
+    row.near_chance_runs = sum(judged) if judged else None
+    row.cuda_graphs, row.cudagraph_skips = cuda_graphs_cell(ok)
+    verdicts = [v for v in map(run_stability, ok) if v is not None]
+    # None, not 0, when no run had enough steady epochs (or a load sample) to judge.
+    if any(not v.ok or v.checks.spread is not None or v.checks.load_per_cpu is not None
+           for v in verdicts):
+        row.unstable_runs = sum(not v.ok for v in verdicts)
+
+
+def _compiled(row: Row, ok: list[Record], cmp: Comparison | None) -> None:
+    """What a compiled row adds: its one-off cost, dynamo's counts and the comparison."""
+    overheads = [r.timing.compile_overhead_s for r in ok
+                 if r.timing.compile_overhead_s is not None]
+    # The median is what a run with a warm Inductor cache pays; the max is usually the
+    # first, cold-cache compile of a sweep (autotuning modes: minutes, not seconds).
+    row.compile_overhead_s = statistics.median(overheads) if overheads else None
+    row.compile_overhead_max_s = max(overheads, default=None)
+    dynamo = [r.compile for r in ok if r.compile]  # none for a captured eager step
+    row.graph_breaks = max((d.graph_breaks for d in dynamo), default=None)
+    row.recompiles = max((d.recompiles for d in dynamo), default=None)
+    if cmp is None:
+        return
+    row.speedup, (row.speedup_ci_low, row.speedup_ci_high) = cmp.speedup, cmp.speedup_ci95
+    row.break_even_epochs, row.test_acc_delta = cmp.break_even_epochs, cmp.test_acc_delta
+    row.memory_ratio, row.measurable = cmp.memory_ratio, cmp.measurable
+    row.ci_level = cmp.interval.level if cmp.interval else None
+    row.run_ratio_min = min(cmp.per_run, default=None)
+    row.run_ratio_max = max(cmp.per_run, default=None)
+    row.end_to_end_speedup = (cmp.end_to_end or {}).get("speedup")
+    row.reference_notes = "; ".join(cmp.reference_notes) or None
+    row.pays_back_cold = pays_back_cell(cmp.pays_back.get("cold"))
+    row.pays_back_warm = pays_back_cell(cmp.pays_back.get("warm"))
+    row.pays_back_unrecorded = pays_back_cell(cmp.pays_back.get("not recorded"))
+    if cmp.inference is not None:
+        row.inference_speedup = cmp.inference.speedup
+        row.inference_ci_low, row.inference_ci_high = cmp.inference.speedup_ci95
+    if cmp.epoch is not None:
+        row.epoch_speedup = cmp.epoch.speedup
+        row.epoch_ci_low, row.epoch_ci_high = cmp.epoch.speedup_ci95
+
+
+def build_rows(runs: list[Record]) -> list[Row]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
     grouped = groups(runs)
     by_key = dict(grouped)
     rows = []
     for (setting, variant), members in grouped:
-        cfg = members[0]["config"]
-        ok = [r for r in members if r["status"] == "ok"]
-        failed = [r for r in members if r["status"] != "ok"]
-        row = {c: None for c in COLUMNS}
-        row.update(model=cfg["model"]["name"], dataset=cfg["dataset"]["name"], variant=variant,
-                   precision=cfg["train"].get("precision", "fp32"),
-                   layout=cfg.get("graph", {}).get("layout", "coo"),
-                   distributed=cfg["train"].get("distributed", "none"),
-                   world_size=identity.world_size(cfg), runs=f"{len(ok)}/{len(members)} ok",
-                   status="ok" if not failed else failed[0]["status"],
-                   reason=failed[0]["reason"] if failed else None)
+        cfg = members[0].config
+        ok = [r for r in members if r.status == "ok"]
+        failed = [r for r in members if r.status != "ok"]
+        row = Row(model=cfg.model.name, dataset=cfg.dataset.name, variant=variant,
+                  precision=cfg.train.precision,
+                  layout=cfg.graph.layout if cfg.graph is not None else "coo",
+                  distributed=cfg.train.distributed,
+                  world_size=identity.record_world_size(members[0]),
+                  runs=f"{len(ok)}/{len(members)} ok",
+                  status="ok" if not failed else failed[0].status,
+                  reason=failed[0].reason if failed else None)
         rows.append(row)
         if not ok:
             continue
-        stats = summarize([s for r in ok for s in steady_steps(r)])
-        medians = [r["timing"]["train_step_s"]["median"] for r in ok]
-        row.update(steady_epochs=stats["n"], epoch_ms=stats["median"] * 1e3,
-                   epoch_ms_iqr=stats["iqr"] * 1e3,
-                   run_median_ms_min=min(medians) * 1e3, run_median_ms_max=max(medians) * 1e3)
-        row["test_acc_mean"], row["test_acc_std"] = _mean_std(
-            [r["accuracy"]["test_at_best_val"] for r in ok])
-        judged = [r["accuracy"]["near_chance"] for r in ok if "near_chance" in r["accuracy"]]
-        row["near_chance_runs"] = sum(judged) if judged else None
-        row["cuda_graphs"], row["cudagraph_skips"] = cuda_graphs_cell(ok)
-        if row["distributed"] == "ddp":
-            _scaling(row, single_rank_runs(grouped, members) if row["world_size"] > 1 else [],
-                     ok)
-        verdicts = [v for v in map(run_stability, ok) if v is not None]
-        # None, not 0, when no run had enough steady epochs (or a load sample) to judge.
-        if any(not v["ok"] or v["checks"]["spread"] is not None
-               or v["checks"]["load_per_cpu"] is not None for v in verdicts):
-            row["unstable_runs"] = sum(not v["ok"] for v in verdicts)
+        _measured(row, ok)
+        if row.distributed == "ddp":
+            _scaling(row, single_rank_runs(grouped, members) if row.world_size > 1 else [], ok)
         if variant == "eager":
             continue
-        overheads = [r["timing"]["compile_overhead_s"] for r in ok
-                     if r["timing"]["compile_overhead_s"] is not None]
-        # The median is what a run with a warm Inductor cache pays; the max is usually the
-        # first, cold-cache compile of a sweep (autotuning modes: minutes, not seconds).
-        row["compile_overhead_s"] = statistics.median(overheads) if overheads else None
-        row["compile_overhead_max_s"] = max(overheads, default=None)
-        dynamo = [r["compile"] for r in ok if r.get("compile")]  # none for a captured eager step
-        row["graph_breaks"] = max((d["graph_breaks"] for d in dynamo), default=None)
-        row["recompiles"] = max((d["recompiles"] for d in dynamo), default=None)
-        if cfg["train"].get("paired"):
-            cmp = compare_paired(ok)
-        else:
-            cmp = compare(by_key.get((setting, "eager"), []), ok)
-        if cmp is None:
-            continue
-        row.update(speedup=cmp["speedup"], speedup_ci_low=cmp["speedup_ci95"][0],
-                   speedup_ci_high=cmp["speedup_ci95"][1],
-                   break_even_epochs=cmp["break_even_epochs"],
-                   test_acc_delta=cmp["test_acc_delta"], memory_ratio=cmp["memory_ratio"],
-                   ci_level=cmp["interval"]["level"], measurable=cmp["measurable"],
-                   run_ratio_min=min(cmp["per_run"], default=None),
-                   run_ratio_max=max(cmp["per_run"], default=None),
-                   end_to_end_speedup=(cmp["end_to_end"] or {}).get("speedup"),
-                   reference_notes="; ".join(cmp["reference_notes"]) or None)
-        for state, column in (("cold", "pays_back_cold"), ("warm", "pays_back_warm"),
-                              ("not recorded", "pays_back_unrecorded")):
-            row[column] = pays_back_cell(cmp["pays_back"].get(state))
-        for measure in ("inference", "epoch"):
-            if cmp.get(measure):
-                low, high = cmp[measure]["speedup_ci95"]
-                row.update({f"{measure}_speedup": cmp[measure]["speedup"],
-                            f"{measure}_ci_low": low, f"{measure}_ci_high": high})
+        cmp = (compare_paired(ok) if cfg.train.paired
+               else compare(by_key.get((setting, "eager"), []), ok))
+        _compiled(row, ok, cmp)
     return rows

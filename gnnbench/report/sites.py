@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from gnnbench.config.sources import is_foreign
 from gnnbench.measure.sites import shown, where
+from gnnbench.records.model import Record
 
 MOST = 8  # lines per kind under a run's summary; results.json has them all
 
 
-def foreign(record: dict) -> bool:
-    return is_foreign(((record.get("config") or {}).get("model") or {}).get("_target_"))
+def foreign(record: Record) -> bool:
+    return is_foreign(record.config.model.get("_target_"))
 
 
 def _break(site: dict) -> str:
@@ -22,20 +23,28 @@ def _recompile(site: dict) -> str:
     return f"{site['function']} ({shown(site['file'])}:{site['line']}): {site['reason']}"
 
 
-def run_lines(record: dict, indent: str = "    ") -> list[str]:
+def _sites(record: Record) -> tuple[list[dict], list[dict]]:
+    """(graph-break sites, recompile sites) of a run's compile record."""
+    c = record.compile
+    if c is None:
+        return [], []
+    return c.get("graph_break_sites") or [], c.get("recompile_sites") or []
+
+
+def run_lines(record: Record, indent: str = "    ") -> list[str]:
     """A foreign model's breaks and recompilations, each with its place in the user's code,
     and for a break that failed the run, dynamo's hints."""
     if not foreign(record):
         return []
     lines = []
-    failed = record.get("graph_break")
+    failed = record.graph_break
     if failed:
         hints = [line.strip() for line in failed.get("explanation", "").splitlines()
                  if line.strip().startswith("Hint:")]
         lines += [f"{indent}dynamo's {hint[0].lower()}{hint[1:]}" for hint in hints[:2]]
-    c = record.get("compile") or {}
-    for kind, found, fmt in (("graph break", c.get("graph_break_sites") or [], _break),
-                             ("recompiled", c.get("recompile_sites") or [], _recompile)):
+    breaks, recompiles = _sites(record)
+    for kind, found, fmt in (("graph break", breaks, _break), ("recompiled", recompiles,
+                                                               _recompile)):
         lines += [f"{indent}{kind}: {fmt(site)}"
                   + (f" ({site['count']}x)" if site.get("count", 1) > 1 else "")
                   for site in found[:MOST]]
@@ -44,7 +53,7 @@ def run_lines(record: dict, indent: str = "    ") -> list[str]:
     return lines
 
 
-def report_section(rows: list[dict], members: list[list[dict]]) -> str | None:
+def report_section(rows: list, members: list[list[Record]]) -> str | None:
     """The report's list, per row of a foreign model: each distinct place where its runs
     broke or recompiled, and in how many of the row's runs; None when there is none."""
     lines = []
@@ -53,14 +62,14 @@ def report_section(rows: list[dict], members: list[list[dict]]) -> str | None:
             continue
         seen: dict[str, int] = {}
         for run in runs:
-            c = run.get("compile") or {}
-            places = {f"graph break: {_break(s)}" for s in c.get("graph_break_sites") or []}
-            places |= {f"recompiled: {_recompile(s)}" for s in c.get("recompile_sites") or []}
-            if run.get("graph_break"):
-                places.add(f"graph break that failed the run: {_break(run['graph_break'])}")
+            breaks, recompiles = _sites(run)
+            places = {f"graph break: {_break(s)}" for s in breaks}
+            places |= {f"recompiled: {_recompile(s)}" for s in recompiles}
+            if run.graph_break:
+                places.add(f"graph break that failed the run: {_break(run.graph_break)}")
             for place in places:
                 seen[place] = seen.get(place, 0) + 1
-        lines += [f"- {row['model']}/{row['dataset']} {row['variant']}: {place} "
+        lines += [f"- {row.model}/{row.dataset} {row.variant}: {place} "
                   f"({count} of {len(runs)} run(s))" for place, count in sorted(seen.items())]
     if not lines:
         return None

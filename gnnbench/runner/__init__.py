@@ -12,13 +12,15 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+from pydantic import ValidationError
 
 from gnnbench import config, data, models
 from gnnbench.measure import dynamo
 from gnnbench.measure.environment import environment
 from gnnbench.measure.summary import rank_timing, timing_summary
-from gnnbench.records import compare, identity, publish, schema, store
+from gnnbench.records import compare, identity, publish, store
+from gnnbench.records.model import CommandRecord, Record, Timing, new_record
 from gnnbench.runner import distributed, interrupts, loop
 from gnnbench.training import compilation, sampler
 from gnnbench.training.precision import matmul_precision
@@ -46,18 +48,33 @@ def validate(cfg: DictConfig) -> None:
                        "torch-sparse; choose one of: auto, gnnbench")
 
 
-def skipped_record(cfg: DictConfig, holder: str) -> dict:
+def skipped_record(cfg: DictConfig, holder: str) -> Record:
     """A sweep job that would repeat an eager run another job of the sweep makes (`holder`)."""
-    record = schema.new_record(cfg)
-    record.update(name=config.run_name(cfg), status="skipped", env=environment(None),
-                  reason=f"same eager run as {holder}",
-                  timing={"wall_s": 0.0, "compile_overhead_s": None})
+    record = new_record(cfg, config.run_name(cfg))
+    record.status, record.reason = "skipped", f"same eager run as {holder}"
+    record.env = environment(None)
+    record.timing = Timing(wall_s=0.0, compile_overhead_s=None)
     return record
+
+
+def _problem(cfg: DictConfig) -> str | None:
+    """What the checks say of the config (a bad value), or None."""
+    try:
+        validate(cfg)
+    except config.ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _overrides() -> list[str]:
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
                    wandb_group: str | None = None, log_dir: Path | None = None,
-                   devices: list[torch.device] | None = None) -> dict | None:
+                   devices: list[torch.device] | None = None) -> Record | CommandRecord | None:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
     same setting and seed found under `reference_dirs` whose own timing checks passed (the
@@ -65,14 +82,23 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     with its world_size 1 twin. `devices`: the ones leased for the run (a DDP run: one per
     rank); default: `train.device`. Returns None, recording nothing, in a DDP rank other
     than 0 started by torchrun or srun (rank 0 records the run). Bad input (a `ConfigError`:
-    a value, a dataset with no files) is recorded with `input_error` and not logged to W&B."""
+    a value, a dataset with no files) is recorded with `input_error` and not logged to W&B;
+    a value of a type no run's record holds (compile=maybe) as a command that could not run."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
-    record = schema.new_record(cfg)
-    record["name"] = config.run_name(cfg)
+    try:
+        record = new_record(cfg, config.run_name(cfg))
+    except ValidationError:
+        problem = _problem(cfg)
+        if problem is None:  # a value the checks let through: a bug in gnnbench
+            raise
+        invalid = CommandRecord(name=config.run_name(cfg), reason=problem, command=_overrides(),
+                                env=environment(None))
+        store.write(invalid, store.beside(out_dir, "invalid-command"))
+        return invalid
     # When it ran (Unix time), so runs of a sweep run side by side can be told apart.
-    record["started_at"] = time.time()
-    record["env"] = environment(None)
+    record.started_at = time.time()
+    record.env = environment(None)
     ddp = cfg.train.get("distributed") == "ddp"
     stopped_at_once: BaseException | None = None
     try:
@@ -83,13 +109,13 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
         else:
             if device.type == "cuda":
                 torch.cuda.set_device(device)
-            record["env"] = environment(device)
+            record.env = environment(device)
             with matmul_precision(cfg.train.get("precision", "fp32")), \
                     dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
                 loop.train_epochs(cfg, device, record, recorder)
     except config.ConfigError as exc:  # bad input (a value, a missing dataset): the user's
-        record["status"], record["reason"] = "error", str(exc)  # to fix; nothing trained
-        record["input_error"] = True
+        record.status, record.reason = "error", str(exc)  # to fix; nothing trained
+        record.input_error = True
     except (interrupts.Interrupted, KeyboardInterrupt) as exc:
         stopped_at_once = exc
         loop.record_stopped_at_once(record, exc, cfg.train.epochs)
@@ -98,48 +124,43 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     if ddp and not distributed.records_run():
         return None
     wall_s = time.perf_counter() - started
-    if record["epochs"]:
-        warmup = min(cfg.train.warmup_epochs, len(record["epochs"]) - 1)
+    if record.epochs:
+        warmup = min(cfg.train.warmup_epochs, len(record.epochs) - 1)
         # A captured eager step also pays once, for the capture: it counts as one-off cost.
         one_off = bool(cfg.compile) or bool(cfg.get("capture"))
-        record["timing"] = timing_summary(record["epochs"], warmup, wall_s, one_off,
-                                          cfg.train.warmup_epochs)
+        timing = timing_summary(record.epochs, warmup, wall_s, one_off, cfg.train.warmup_epochs)
         if ddp:
-            record["timing"].update(rank_timing(record["epochs"], warmup,
-                                                record["dataset"]["split_sizes"]["train"]))
+            timing.update(rank_timing(record.epochs, warmup, record.dataset.split_sizes.train))
+        record.timing = timing
     else:
-        record["timing"] = {"wall_s": wall_s, "compile_overhead_s": None}
-    if record["status"] == "ok" and (cfg.compile or cfg.get("capture")):
-        if record.get("paired"):
-            record["comparison"] = compare.compare_paired([record])
+        record.timing = Timing(wall_s=wall_s, compile_overhead_s=None)
+    if record.status == "ok" and (cfg.compile or cfg.get("capture")):
+        if record.paired is not None:
+            record.comparison = compare.compare_paired([record])
         else:
-            record["reference_search"] = [str(d) for d in reference_dirs]
-            eager = store.eager_references(reference_dirs, record["config"],
-                                           identity.device_type(record))
+            record.reference_search = [str(d) for d in reference_dirs]
+            eager = store.eager_references(reference_dirs, record)
             if eager:
                 # The newest stable one; the answer names it if it was not stable.
-                record["comparison"] = compare.compare(compare.choose_reference(eager),
-                                                       [record])
+                record.comparison = compare.compare(compare.choose_reference(eager), [record])
             else:  # its sweep's eager job may still be running (jobs side by side)
-                record["reference_pending"] = store.claim_holder(
-                    reference_dirs, identity.run_key(record["config"],
-                                                     identity.device_type(record)))
-    record["ended_at"] = time.time()
-    if record["status"] == "ok" and identity.world_size(record["config"]) > 1:
+                record.reference_pending = store.claim_holder(
+                    reference_dirs, identity.record_run_key(record))
+    record.ended_at = time.time()
+    if record.status == "ok" and identity.record_world_size(record) > 1:
         single = store.scaling_references(reference_dirs, record)
         if single:
-            record["scaling"] = compare.compare_scaling(single[-1:], [record])
-    if record.get("input_error"):  # a record already in out_dir is a real run's: kept
+            record.scaling = compare.compare_scaling(single[-1:], [record])
+    if record.input_error:  # a record already in out_dir is a real run's: kept
         out_dir = store.beside(out_dir, "invalid-command")
     store.write(record, out_dir)
-    if record.get("input_error"):  # no W&B run named like a real one for a run never made
+    if record.input_error:  # no W&B run named like a real one for a run never made
         return record
     if stopped_at_once is not None:  # asked to stop now: no W&B, and the caller sees it
         if isinstance(stopped_at_once, KeyboardInterrupt):
             raise stopped_at_once
         return record
     group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
-    record["wandb_dir"] = publish.publish_to_wandb(
-        record, OmegaConf.to_container(cfg, resolve=True), out_dir, group, log_dir)
+    record.wandb_dir = publish.publish_to_wandb(record, out_dir, group, log_dir)
     store.write(record, out_dir)
     return record

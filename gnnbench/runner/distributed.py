@@ -22,7 +22,7 @@ import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -33,6 +33,7 @@ from gnnbench.config import ConfigError, require
 from gnnbench.measure import dynamo
 from gnnbench.measure.environment import environment
 from gnnbench.records import store
+from gnnbench.records.model import Record, Timing, new_record
 from gnnbench.runner import interrupts, loop
 from gnnbench.training import distributed as ddp
 
@@ -44,21 +45,30 @@ RANK_FIELDS = ("status", "reason", "traceback", "env", "dataset", "batching", "e
                "stability", "distributed")
 
 
-def external() -> dict | None:
+class Launched(NamedTuple):
+    """A rank that torchrun or srun started (not gnnbench)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    launcher: str
+
+
+def external() -> Launched | None:
     """This process's rank when torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or srun (SLURM_PROCID,
     SLURM_NTASKS > 1, with MASTER_ADDR and MASTER_PORT exported) started it as one of the
     ranks; None when gnnbench is to start them."""
     env = os.environ
     if "RANK" in env and "WORLD_SIZE" in env:
-        return {"rank": int(env["RANK"]), "world_size": int(env["WORLD_SIZE"]),
-                "local_rank": int(env.get("LOCAL_RANK", 0)), "launcher": "torchrun"}
+        return Launched(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)),
+                        "torchrun")
     if int(env.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in env:
         if "MASTER_ADDR" not in env or "MASTER_PORT" not in env:
             raise ConfigError("train.distributed='ddp' in a SLURM step of "
                               f"{env['SLURM_NTASKS']} tasks needs MASTER_ADDR and MASTER_PORT "
                               "exported (README, Scaling out), or one task per run")
-        return {"rank": int(env["SLURM_PROCID"]), "world_size": int(env["SLURM_NTASKS"]),
-                "local_rank": int(env.get("SLURM_LOCALID", 0)), "launcher": "srun"}
+        return Launched(int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"]),
+                        int(env.get("SLURM_LOCALID", 0)), "srun")
     return None
 
 
@@ -69,18 +79,18 @@ def records_run() -> bool:
         outside = external()
     except ConfigError:
         return True  # the run records that error
-    return outside is None or outside["rank"] == 0
+    return outside is None or outside.rank == 0
 
 
 def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
-                 outside: dict | None) -> list[torch.device]:
+                 outside: Launched | None) -> list[torch.device]:
     """The device of each rank (started by torchrun/srun: this rank's only), checked."""
     world = cfg.train.world_size
     if outside is not None:
-        require(outside["world_size"] == world,
-                f"train.world_size={world} but {outside['launcher']} started "
-                f"{outside['world_size']} processes; pass train.world_size="
-                f"{outside['world_size']}")
+        require(outside.world_size == world,
+                f"train.world_size={world} but {outside.launcher} started "
+                f"{outside.world_size} processes; pass train.world_size="
+                f"{outside.world_size}")
     if devices and devices[0].type == "cpu":  # a CPU slot leased for the whole run
         return [devices[0]] * (1 if outside else world)
     if devices:
@@ -94,9 +104,9 @@ def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
         return [device] * (1 if outside else world)
     count = torch.cuda.device_count()
     if outside is not None:  # one GPU per local rank; a task bound to its GPU sees one
-        local = 0 if count == 1 else outside["local_rank"]
-        require(local < count, f"rank {outside['rank']} is local rank "
-                f"{outside['local_rank']} but its host shows {count} CUDA device(s)")
+        local = 0 if count == 1 else outside.local_rank
+        require(local < count, f"rank {outside.rank} is local rank "
+                f"{outside.local_rank} but its host shows {count} CUDA device(s)")
         return [torch.device("cuda", local)]
     require(world <= count, f"train.world_size={world} but this host has {count} CUDA "
                             f"device(s): {', '.join(f'cuda:{i}' for i in range(count))}")
@@ -108,31 +118,30 @@ def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
 
 
 def train_rank(cfg: DictConfig, rank: int, device: torch.device, init_method: str,
-               name: str) -> dict:
+               name: str) -> Record:
     """Train as rank `rank`; never raises for a failed run: the rank's record says how it
     ended (rank 0's also holds the run's epochs, with every rank's timings). The process
     group is left as it is after a failure: tearing down one that lost a rank can hang."""
     world = cfg.train.world_size
-    record = {"name": name, "status": "ok", "reason": None, "epochs": [],
-              "env": environment(device)}
+    record = new_record(cfg, name)
+    record.env = environment(device)
     try:
         ddp.init(cfg, device, rank, world, init_method)
         with dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
             loop.train_epochs(cfg, device, record, recorder)
-        own = {"rank": rank, "pid": os.getpid(), "status": record["status"],
-               "memory": record["memory"],
-               **{k: record["env"].get(k) for k in ("host", "device", "device_index",
-                                                    "device_uuid", "cuda_visible_devices")}}
-        record["distributed"] = {"world_size": world, "backend": ddp.backend(cfg, device),
-                                 "timeout_s": cfg.train.dist_timeout_s,
-                                 "ranks": ddp.gather(own)}
+        own = {"rank": rank, "pid": os.getpid(), "status": record.status,
+               "memory": record.memory.model_dump(),
+               **{k: record.env.get(k) for k in ("host", "device", "device_index",
+                                                 "device_uuid", "cuda_visible_devices")}}
+        record.distributed = {"world_size": world, "backend": ddp.backend(cfg, device),
+                              "timeout_s": cfg.train.dist_timeout_s, "ranks": ddp.gather(own)}
         dist.destroy_process_group()
     except (interrupts.Interrupted, KeyboardInterrupt) as exc:
         loop.record_stopped_at_once(record, exc, cfg.train.epochs)
     except Exception as exc:
         loop.record_failure(record, exc)
         # A rank that only saw another one fail: the run's record names the other.
-        record["collective"] = ddp.peer_failure(exc)
+        record.collective = ddp.peer_failure(exc)
     return record
 
 
@@ -157,7 +166,7 @@ def _spawned_rank(rank: int, cfg: dict, devices: list[str], init_method: str, wo
     record = train_rank(OmegaConf.create(cfg), rank, torch.device(devices[rank]),
                         init_method, name)
     store.write(record, Path(work), name=f"rank{rank}.json")
-    exit_rank(0 if record["status"] in ("ok", "interrupted") else 1)
+    exit_rank(0 if record.status in ("ok", "interrupted") else 1)
 
 
 def _stop(processes: list, grace_s: float) -> None:
@@ -197,9 +206,9 @@ def _watch(processes: list, work: Path) -> tuple[list[int], BaseException | None
     return failed, None
 
 
-def _why(rank: int, world: int, exitcode: int | None, record: dict | None) -> tuple[str, str]:
-    if record and record.get("status") not in (None, "ok"):
-        return record["status"], f"rank {rank} of {world}: {record['reason']}"
+def _why(rank: int, world: int, exitcode: int | None, record: Record | None) -> tuple[str, str]:
+    if record is not None and record.status != "ok":
+        return record.status, f"rank {rank} of {world}: {record.reason}"
     if exitcode is not None and exitcode < 0:
         return "error", (f"rank {rank} of {world} was killed by "
                          f"{signal.Signals(-exitcode).name}; the other ranks were stopped")
@@ -207,9 +216,11 @@ def _why(rank: int, world: int, exitcode: int | None, record: dict | None) -> tu
                      "record why; the other ranks were stopped")
 
 
-def _spawn(cfg: DictConfig, devices: list[torch.device], out_dir: Path, name: str) -> dict:
+def _spawn(cfg: DictConfig, devices: list[torch.device], out_dir: Path,
+           name: str) -> tuple[Record, BaseException | None]:
     """Start a rank per device, watch them, and return rank 0's record, its status and
-    reason naming the rank that failed first if one did."""
+    reason naming the rank that failed first if one did, and the user's request to stop at
+    once if there was one."""
     world = cfg.train.world_size
     work = out_dir / WORK_DIR
     shutil.rmtree(work, ignore_errors=True)
@@ -224,54 +235,56 @@ def _spawn(cfg: DictConfig, devices: list[torch.device], out_dir: Path, name: st
     for rank in range(world):
         path = work / f"rank{rank}.json"
         if path.is_file():
-            records[rank] = json.loads(path.read_text())
+            records[rank] = Record.model_validate(json.loads(path.read_text()))
     shutil.rmtree(work, ignore_errors=True)
-    result = dict(records.get(0) or {"status": "ok", "reason": None, "epochs": []})
+    result = records.get(0) or new_record(cfg, name)
     if failed:
         def blame(rank: int) -> tuple:  # killed, then failed by itself, then its victims
-            code, own = context.processes[rank].exitcode, records.get(rank) or {}
-            return (code is None or code >= 0, bool(own.get("collective")), rank)
+            code, own = context.processes[rank].exitcode, records.get(rank)
+            return (code is None or code >= 0, own is not None and bool(own.get("collective")),
+                    rank)
 
         culprit = min(failed, key=blame)
-        result["status"], result["reason"] = _why(culprit, world,
-                                                  context.processes[culprit].exitcode,
-                                                  records.get(culprit))
-        result["traceback"] = (records.get(culprit) or {}).get("traceback")
-    result.setdefault("distributed", {
-        "world_size": world, "backend": ddp.backend(cfg, devices[0]),
-        "timeout_s": cfg.train.dist_timeout_s,
-        "ranks": [{"rank": r, "pid": p.pid, "exitcode": p.exitcode,
-                   "status": (records.get(r) or {}).get("status")}
-                  for r, p in enumerate(context.processes)]})
-    if stop_now is not None:
-        result["_stop_now"] = stop_now
-    return result
+        result.status, result.reason = _why(culprit, world, context.processes[culprit].exitcode,
+                                            records.get(culprit))
+        result.traceback = records[culprit].traceback if culprit in records else None
+    if result.distributed is None:
+        result.distributed = {
+            "world_size": world, "backend": ddp.backend(cfg, devices[0]),
+            "timeout_s": cfg.train.dist_timeout_s,
+            "ranks": [{"rank": r, "pid": p.pid, "exitcode": p.exitcode,
+                       "status": records[r].status if r in records else None}
+                      for r, p in enumerate(context.processes)]}
+    return result, stop_now
 
 
-def provisional(record: dict) -> dict:
+def provisional(record: Record) -> Record:
     """What `results.json` says while the ranks run: if nothing replaces it, the run ended
     without the process that records it (killed, or stopped by torchrun for another rank)."""
-    return {**record, "status": "interrupted", "timing": {"wall_s": None,
-                                                          "compile_overhead_s": None},
-            "reason": "the run ended without recording its outcome: the process recording it "
-                      "was killed, or a rank failed and its launcher stopped the others "
-                      "(see the launcher's output)"}
+    return record.model_copy(update={
+        "status": "interrupted", "timing": Timing(wall_s=None, compile_overhead_s=None),
+        "reason": "the run ended without recording its outcome: the process recording it "
+                  "was killed, or a rank failed and its launcher stopped the others "
+                  "(see the launcher's output)"})
 
 
-def train(cfg: DictConfig, record: dict, devices: list[torch.device] | None,
+def train(cfg: DictConfig, record: Record, devices: list[torch.device] | None,
           out_dir: Path) -> None:
     """Run the DDP training of `record`'s configuration into `record`."""
     outside = external()
     ranks = rank_devices(cfg, devices, outside)
     if records_run():
         store.write(provisional(record), out_dir)
+    stop_now = None
     if outside is not None:
-        rank = train_rank(cfg, outside["rank"], ranks[0], "env://", record["name"])
-        launcher = outside["launcher"]
+        rank = train_rank(cfg, outside.rank, ranks[0], "env://", record.name)
+        launcher = outside.launcher
     else:
-        rank = _spawn(cfg, ranks, out_dir, record["name"])
+        rank, stop_now = _spawn(cfg, ranks, out_dir, record.name)
         launcher = "gnnbench"
-    record.update({k: rank[k] for k in RANK_FIELDS if k in rank})
-    record["distributed"]["launcher"] = launcher
-    if "_stop_now" in rank:
-        raise rank["_stop_now"]
+    for key in RANK_FIELDS:
+        if rank.has(key):
+            setattr(record, key, getattr(rank, key))
+    record.distributed.launcher = launcher
+    if stop_now is not None:
+        raise stop_now

@@ -14,6 +14,7 @@ from gnnbench import data
 from gnnbench.measure import dynamo, memory, stability
 from gnnbench.measure.summary import accuracy_summary
 from gnnbench.measure.timer import synchronize
+from gnnbench.records.model import CudaGraphAudit, Epoch, Paired, Record
 from gnnbench.runner import interrupts
 from gnnbench.runner.progress import Progress
 from gnnbench.training import compilation
@@ -21,27 +22,26 @@ from gnnbench.training.epochs import Trainer
 
 
 def _cuda_graph_audit(trainer: Trainer, recorder: dynamo.DynamoRecorder,
-                      device: torch.device) -> dict:
+                      device: torch.device) -> CudaGraphAudit:
     """Which CUDA graphs the run really ran under, from what happened, not from its config."""
-    skips = recorder.cudagraph_skips()
-    if skips["skips"] and not skips["reasons"] and device.type != "cuda":
+    count, reasons = recorder.cudagraph_skips()
+    if count and not reasons and device.type != "cuda":
         # Inductor logs no reason for graphs without CUDA tensors; they cannot be graphed.
-        skips["reasons"] = [f"no CUDA tensors in the graph (the run is on {device.type})"]
+        reasons = [f"no CUDA tensors in the graph (the run is on {device.type})"]
     trees = dynamo.recorded_cudagraph_trees(device)
     captured = trainer.captured is not None and trainer.captured.captured
     metrics = getattr(trainer, "captured_metrics", None)
     used = ("whole epoch" if captured and metrics is not None and metrics.captured
             else "whole step" if captured else "cudagraph trees" if trees else "none")
-    return {"requested": trainer.requested_cuda_graphs, "used": used,
-            "whole_step_captured": captured, "inductor_recorded_graphs": trees,
-            "inductor_skips": skips["skips"], "inductor_skip_reasons": skips["reasons"]}
+    return CudaGraphAudit(requested=trainer.requested_cuda_graphs, used=used,
+                          whole_step_captured=captured, inductor_recorded_graphs=trees,
+                          inductor_skips=count, inductor_skip_reasons=reasons)
 
 
-def _non_finite_loss(row: dict) -> str | None:
-    for key in ("loss", "eager_loss"):
-        value = row.get(key)
+def _non_finite_loss(row: Epoch) -> str | None:
+    for value, whose in ((row.loss, ""), (row.eager_loss, "eager twin ")):
         if value is not None and not math.isfinite(value):
-            return f"non-finite {'eager twin ' if key == 'eager_loss' else ''}loss ({value})"
+            return f"non-finite {whose}loss ({value})"
     return None
 
 
@@ -54,84 +54,86 @@ def make_trainer(cfg: DictConfig, task: data.Task, device: torch.device) -> Trai
     return Trainer(cfg, task, device)
 
 
-def train_epochs(cfg: DictConfig, device: torch.device, record: dict,
+def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
                  recorder: dynamo.DynamoRecorder | None) -> None:
     """Load the data, build the trainer and train epoch by epoch into `record`. Every
     decision to stop early (a signal, a non-finite loss) is one that all ranks of a DDP run
     take at the same epoch (`Trainer.agree`)."""
     torch.manual_seed(cfg.train.seed)
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
-    record["dataset"] = task.info
+    record.dataset = task.info
     trainer = make_trainer(cfg, task, device)
-    record["batching"], record["graph"] = trainer.batching, trainer.graph
+    record.batching, record.graph = trainer.batching, trainer.graph
     memory.reset_peak(device)
-    progress = Progress(cfg.train.epochs, label=record["name"], enabled=trainer.is_main)
-    epochs = record["epochs"]
+    progress = Progress(cfg.train.epochs, label=record.name, enabled=trainer.is_main)
+    epochs = record.epochs
     machine_before = stability.machine_state(device)
     try:
         for epoch in range(cfg.train.epochs):
             synchronize(device)
             started = time.perf_counter()
-            row = trainer.epoch(epoch)
+            row = Epoch.model_validate(trainer.epoch(epoch))
             if recorder is not None:
-                row["recompiles"] = recorder.recompiles()
-                row["recompiles_this_epoch"] = row["recompiles"] - (
-                    epochs[-1]["recompiles"] if epochs else 0)
+                row.recompiles = recorder.recompiles()
+                row.recompiles_this_epoch = row.recompiles - (
+                    epochs[-1].recompiles if epochs else 0)
             synchronize(device)
             # The whole epoch as a user's loop would see it: train, eval and the metric
             # reads. The runner's own work after it (progress, checks) is `bookkeeping_s`.
-            row["epoch_wall_s"] = time.perf_counter() - started
+            row.epoch_wall_s = time.perf_counter() - started
             kept = time.perf_counter()
             epochs.append(row)
             progress.update(row)
             # Checked between epochs, outside the timed regions: the loss is read anyway.
             bad = _non_finite_loss(row)
             signum = trainer.agree(interrupts.requested() or 0) or None
-            row["bookkeeping_s"] = time.perf_counter() - kept
+            row.bookkeeping_s = time.perf_counter() - kept
             if bad:
-                record["status"], record["reason"] = "diverged", f"{bad} at epoch {epoch}"
+                record.status, record.reason = "diverged", f"{bad} at epoch {epoch}"
                 break
             if signum is not None and epoch + 1 < cfg.train.epochs:
-                record["status"] = "interrupted"
-                record["reason"] = (f"{interrupts.name(signum)} after epoch {epoch + 1} of "
-                                    f"{cfg.train.epochs}")
+                record.status = "interrupted"
+                record.reason = (f"{interrupts.name(signum)} after epoch {epoch + 1} of "
+                                 f"{cfg.train.epochs}")
                 break
-        if record["status"] == "ok" and not trainer.parameters_finite():
-            record["status"] = "diverged"
-            record["reason"] = f"non-finite parameters after epoch {len(epochs) - 1}"
+        if record.status == "ok" and not trainer.parameters_finite():
+            record.status = "diverged"
+            record.reason = f"non-finite parameters after epoch {len(epochs) - 1}"
     finally:
         progress.close()
         machine_after = stability.machine_state(device)
-        record["memory"] = memory.peak(device)
-        if trainer.batching["mode"] == "neighbor" and trainer.padding() is not None:
-            record["batching"]["padding"] = trainer.padding()
+        record.memory = memory.peak(device)
+        if trainer.batching.get("mode") == "neighbor" and trainer.padding() is not None:
+            record.batching.padding = trainer.padding()
         if recorder is not None:
-            record["compile"] = recorder.snapshot()
+            snapshot = recorder.snapshot()
             expected, why = compilation.expected_graph_breaks(
-                record["compile"], cfg.compiler, ddp=cfg.train.get("distributed") == "ddp")
-            record["compile"].update(expected_graph_breaks=expected, expected_why=why)
-            record["cuda_graph_audit"] = _cuda_graph_audit(trainer, recorder, device)
-            record["cuda_graphs"] = record["cuda_graph_audit"]["used"]
+                snapshot, cfg.compiler, ddp=cfg.train.get("distributed") == "ddp")
+            record.compile = {**snapshot, "expected_graph_breaks": expected,
+                              "expected_why": why}
+            record.cuda_graph_audit = _cuda_graph_audit(trainer, recorder, device)
+            record.cuda_graphs = record.cuda_graph_audit.used
         else:
             captured = trainer.captured is not None and trainer.captured.captured
-            record["cuda_graphs"] = "whole step" if captured else "none"
+            record.cuda_graphs = "whole step" if captured else "none"
             if cfg.get("capture"):
-                record["cuda_graph_audit"] = {
-                    "requested": trainer.requested_cuda_graphs, "used": record["cuda_graphs"],
-                    "whole_step_captured": captured, "inductor_recorded_graphs": 0,
-                    "inductor_skips": 0, "inductor_skip_reasons": []}
+                record.cuda_graph_audit = CudaGraphAudit(
+                    requested=trainer.requested_cuda_graphs, used=record.cuda_graphs,
+                    whole_step_captured=captured, inductor_recorded_graphs=0,
+                    inductor_skips=0, inductor_skip_reasons=[])
+        chance = task.info.get("test_majority_share")
         if epochs:
-            record["accuracy"] = accuracy_summary(epochs, task.info.get("test_majority_share"))
-        steady = [r["train_s"] for r in epochs[cfg.train.warmup_epochs:]]
+            record.accuracy = accuracy_summary(epochs, chance)
+        steady = [r.train_s for r in epochs[cfg.train.warmup_epochs:]]
         if steady:
-            record["stability"] = stability.assess(steady, machine_before, machine_after)
+            record.stability = stability.assess(steady, machine_before, machine_after)
     if len(trainer.variants) > 1:
-        eager = [{k.removeprefix("eager_"): v for k, v in r.items()
-                  if k == "epoch" or k.startswith("eager_")} for r in epochs]
-        record["paired"] = {"accuracy": accuracy_summary(eager,
-                                                         task.info.get("test_majority_share")),
-                            "loss_max_abs_diff": max(abs(r["loss"] - r["eager_loss"])
-                                                     for r in epochs)}
+        eager = [Epoch.model_validate({"epoch": r.epoch, **{
+            k.removeprefix("eager_"): v for k, v in r.model_dump().items()
+            if k.startswith("eager_")}}) for r in epochs]
+        record.paired = Paired(accuracy=accuracy_summary(eager, chance),
+                               loss_max_abs_diff=max(abs(r.loss - r.eager_loss)
+                                                     for r in epochs))
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -149,22 +151,20 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def record_failure(record: dict, exc: Exception) -> None:
+def record_failure(record: Record, exc: Exception) -> None:
     """A failed run is an outcome: its status (oom, graph_break, compile_error, error), a
     one-line reason and the traceback, into `record`. Call from an `except` block."""
     if _out_of_memory(exc):
-        record["status"], record["reason"] = "oom", one_line(exc)
+        record.status, record.reason = "oom", one_line(exc)
     else:
-        record["status"], record["reason"] = dynamo.classify_failure(exc) or (
-            "error", one_line(exc))
-        if record["status"] == "graph_break":  # where, in the model's code, and dynamo's why
-            record["graph_break"] = dynamo.graph_break_site(exc)
-    record["traceback"] = traceback.format_exc()
+        record.status, record.reason = dynamo.classify_failure(exc) or ("error", one_line(exc))
+        if record.status == "graph_break":  # where, in the model's code, and dynamo's why
+            record.graph_break = dynamo.graph_break_site(exc)
+    record.traceback = traceback.format_exc()
 
 
-def record_stopped_at_once(record: dict, exc: BaseException, epochs: int) -> None:
+def record_stopped_at_once(record: Record, exc: BaseException, epochs: int) -> None:
     """A second signal (or Ctrl-C without gnnbench's handler): what there is, now."""
     what = exc.args[0] if isinstance(exc, interrupts.Interrupted) else "SIGINT"
-    record["status"] = "interrupted"
-    record["reason"] = (f"{what}: stopped at once during epoch {len(record['epochs'])} "
-                        f"of {epochs}")
+    record.status = "interrupted"
+    record.reason = f"{what}: stopped at once during epoch {len(record.epochs)} of {epochs}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from gnnbench.records.model import Epoch
+
 # False where jobs run side by side on one terminal (the GPU pool): plain lines, no live bars.
 LIVE = True
 
@@ -19,16 +21,16 @@ class Progress:
             self.bar = tqdm(total=total, desc=label, unit="epoch", leave=False)
         self.every = max(1, total // 10)
 
-    def update(self, record: dict) -> None:
-        step_ms = record["train_s"] * 1e3
+    def update(self, row: Epoch) -> None:
+        step_ms = row.train_s * 1e3
         if self.bar is not None:
-            self.bar.set_postfix(loss=f"{record['loss']:.4f}", step=f"{step_ms:.2f} ms",
-                                 val=f"{record['val_acc']:.3f}", refresh=False)
+            self.bar.set_postfix(loss=f"{row.loss:.4f}", step=f"{step_ms:.2f} ms",
+                                 val=f"{row.val_acc:.3f}", refresh=False)
             self.bar.update(1)
-        elif self.enabled and ((record["epoch"] + 1) % self.every == 0 or record["epoch"] == 0):
-            print(f"[{self.label}] epoch {record['epoch'] + 1}/{self.total}  "
-                  f"loss {record['loss']:.4f}  step {step_ms:.2f} ms  "
-                  f"val acc {record['val_acc']:.3f}", file=sys.stderr, flush=True)
+        elif self.enabled and ((row.epoch + 1) % self.every == 0 or row.epoch == 0):
+            print(f"[{self.label}] epoch {row.epoch + 1}/{self.total}  loss {row.loss:.4f}  "
+                  f"step {step_ms:.2f} ms  val acc {row.val_acc:.3f}", file=sys.stderr,
+                  flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
