@@ -19,13 +19,26 @@ from gnnbench.config.errors import (
     number,
     require,
     show,
+    suggest,
 )
 from gnnbench.config.naming import run_name, variant_label, variant_slug
+from gnnbench.config.settings import (
+    Count,
+    Device,
+    FileName,
+    Flag,
+    Identifier,
+    Message,
+    Real,
+    Settings,
+    check,
+)
 from gnnbench.config.validate import resolve_device, validate
 
 __all__ = [
-    "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "check_overrides", "choice", "compose_config",
-    "file_name", "first_line",
-    "group_choices", "integer", "number", "project_dir", "register_resolvers", "require",
-    "resolve_device", "run_name", "show", "validate", "variant_label", "variant_slug",
+    "CONF_DIR", "CONFIG_GROUPS", "ConfigError", "Count", "Device", "FileName", "Flag",
+    "Identifier", "Message", "Real", "Settings", "check", "check_overrides", "choice",
+    "compose_config", "file_name", "first_line", "group_choices", "integer", "number",
+    "project_dir", "register_resolvers", "require", "resolve_device", "run_name", "show",
+    "suggest", "validate", "variant_label", "variant_slug",
 ]
