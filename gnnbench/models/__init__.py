@@ -21,7 +21,7 @@ from gnnbench.models.base import GNN
 from gnnbench.models.foreign import Foreign
 
 __all__ = ["GNN", "Foreign", "build_model", "csr_aggregation", "foreign_model", "graph_inputs",
-           "model_class", "settings", "validate"]
+           "model_class", "options", "settings", "validate"]
 
 
 def model_class(cfg: DictConfig) -> type[GNN]:
@@ -49,9 +49,20 @@ def settings(cfg: DictConfig) -> BaseModel:
     (`GNN.Options` and its subclasses), or gnnbench's keys around a foreign class."""
     if foreign_model(cfg):
         return foreign.settings(cfg)
+    return model_class(cfg).settings(options(cfg))
+
+
+def options(cfg: DictConfig) -> dict:
+    """The keyword options of gnnbench's kind of model: the group's keys but Hydra's
+    (`_target_`), and but model=custom's keys for wrapping a foreign class where they keep
+    their defaults (a `GNN` subclass named in model=custom is built directly; set to
+    anything else, they are an error naming them)."""
+    cls = model_class(cfg)
     group = OmegaConf.to_container(cfg, resolve=True)
-    # Hydra's keys (`_target_`) are how instantiate calls the class, not its options.
-    return model_class(cfg).settings({k: v for k, v in group.items() if not k.startswith("_")})
+    wrapper = {k: f.default for k, f in foreign.Options.model_fields.items()
+               if k not in cls.Options.model_fields}
+    return {k: v for k, v in group.items()
+            if not k.startswith("_") and not (k in wrapper and v == wrapper[k])}
 
 
 def validate(cfg: DictConfig) -> None:
@@ -63,16 +74,17 @@ def csr_aggregation(cfg: DictConfig) -> str | None:
 
 
 def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> nn.Module:
-    """`instantiate(cfg, in_channels=..., out_channels=...)` for gnnbench's models; a bad
-    option is the class's own one-line error, not Hydra's wrapped traceback."""
+    """`instantiate(cfg, in_channels=..., out_channels=...)` for gnnbench's models (the
+    group as `options` gives it); a bad option is the class's own one-line error, not
+    Hydra's wrapped traceback."""
     if foreign_model(cfg):
         return foreign.build(cfg, in_channels, out_channels)
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
-    model_class(cfg)
+    spec = {"_target_": cfg._target_, **options(cfg)}
     try:
-        return instantiate(cfg, in_channels=in_channels, out_channels=out_channels,
+        return instantiate(spec, in_channels=in_channels, out_channels=out_channels,
                            _convert_="all")
     except InstantiationException as exc:
         if isinstance(exc.__cause__, ConfigError):
