@@ -1,5 +1,6 @@
-"""The bottom layer: where configs live, how they are composed and named, and the errors
-that turn bad input into one readable line. Imports nothing else of gnnbench."""
+"""The bottom layer: where configs live, how they are composed and named, how every key is
+declared (settings.py, groups.py) and checked, and the errors that turn bad input into one
+readable line. Imports nothing else of gnnbench."""
 
 from gnnbench.config.compose import (
     CONF_DIR,
