@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 from test_sampler import power_law_graph
 from test_sampler_marks import SyncOps
 from torch_geometric.nn import GCNConv, SAGEConv
@@ -61,8 +60,7 @@ def test_fewer_targets_than_sources(graph):
 
 
 def test_gcn_conv_with_precomputed_weights_equals_pyg(graph):
-    cfg = OmegaConf.create({"normalize": "precompute"})
-    edge_index, weight = GCN.graph_inputs(cfg, graph, N)
+    edge_index, weight = GCN.graph_inputs(GCN.Options(normalize="precompute"), graph, N)
     conv = GCNConv(8, 5, normalize=False)
     x = torch.randn(N, 8, requires_grad=True)
     adj = CSRAdjacency.from_edge_index(edge_index, N, weight)

@@ -6,7 +6,6 @@ an editable checkout and an installed wheel (which holds a copy) read them from 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import os
@@ -15,7 +14,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from gnnbench.config import sources
-from gnnbench.config.errors import ConfigError, file_name
+from gnnbench.config.errors import ConfigError, file_name, suggest
 from gnnbench.config.naming import run_name
 from gnnbench.config.validate import NAME_KEYS, pool_size
 
@@ -104,13 +103,6 @@ def group_choices(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
-def _suggest(wrong: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(wrong, choices, n=1, cutoff=0.6)
-    if not close and wrong.lower() in {c.lower() for c in choices}:
-        close = [c for c in choices if c.lower() == wrong.lower()]
-    return f"; did you mean {close[0]}?" if close else ""
-
-
 def _leaf_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     keys = []
     for key, value in cfg.items():
@@ -158,7 +150,7 @@ def check_overrides(argv: list[str]) -> None:
         for value in values:
             if value not in groups[key]:
                 raise ConfigError(f"unknown {key} '{value}'; valid choices: "
-                                  f"{', '.join(groups[key])}{_suggest(value, groups[key])}")
+                                  f"{', '.join(groups[key])}{suggest(value, groups[key])}")
         if key != "hydra/launcher":  # Hydra's group: no gnnbench keys depend on it
             picks.append([f"{key}={v}" for v in values])
     keyed = [o for o in parsed if o.key_or_group not in groups and not o.is_delete()
@@ -194,9 +186,9 @@ def check_overrides(argv: list[str]) -> None:
             parent, _, leaf = key.rpartition(".")
             siblings = sorted({k.rpartition(".")[2] for k in known
                                if k.rpartition(".")[0] == parent})
-            hint = _suggest(leaf, siblings)
+            hint = suggest(leaf, siblings)
             hint = hint.replace(" mean ", f" mean {parent}." if parent else " mean ")
             if not siblings:  # the parent itself is misspelt: compare whole keys
-                hint = _suggest(key, sorted(known))
+                hint = suggest(key, sorted(known))
             raise ConfigError(f"{key} is not a setting gnnbench reads{where}"
                               f"{' (added with +)' if added else ''}{hint}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 
@@ -42,17 +43,28 @@ def integer(name: str, value: object, minimum: int) -> None:
 
 
 def number(name: str, value: object, *, above: float | None = None,
-           at_least: float | None = None, below: float | None = None) -> None:
+           at_least: float | None = None, below: float | None = None,
+           at_most: float | None = None) -> None:
     """A real number within bounds, type first: `train.lr=abc` is not a number."""
     bounds = " and ".join(b for b in (
         f"> {above:g}" if above is not None else "",
         f">= {at_least:g}" if at_least is not None else "",
-        f"< {below:g}" if below is not None else "") if b)
+        f"< {below:g}" if below is not None else "",
+        f"<= {at_most:g}" if at_most is not None else "") if b)
     require(isinstance(value, (int, float)) and not isinstance(value, bool),
             f"{name}={value!r} is not a number; it must be a number {bounds}".rstrip())
     ok = ((above is None or value > above) and (at_least is None or value >= at_least)
-          and (below is None or value < below))
+          and (below is None or value < below) and (at_most is None or value <= at_most))
     require(ok, f"{name}={value!r} must be {bounds}")
+
+
+def suggest(wrong: str, choices: Iterable[str]) -> str:
+    """"; did you mean X?" for the closest choice (or one differing only in case), else ""."""
+    choices = list(choices)
+    close = difflib.get_close_matches(wrong, choices, n=1, cutoff=0.6)
+    if not close and wrong.lower() in {c.lower() for c in choices}:
+        close = [c for c in choices if c.lower() == wrong.lower()]
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def file_name(name: str, value: object) -> None:

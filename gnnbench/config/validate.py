@@ -1,6 +1,6 @@
-"""Checks of the values every run reads, so a typo fails in the first second, not after
-compiling. Each registry (models, datasets, compiler) checks its own options; this module
-checks the rest and resolves the device."""
+"""What the declarations (groups.py) cannot say: rules across keys and groups, and what
+depends on the machine (the device, the GPUs, folders that must exist). Every key's type,
+range and choices is checked from its declaration first."""
 
 from __future__ import annotations
 
@@ -8,101 +8,74 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from gnnbench.config.errors import ConfigError, choice, file_name, integer, number, require
+from gnnbench.config import groups
+from gnnbench.config.errors import ConfigError, file_name, require
+from gnnbench.config.settings import check
 
 if TYPE_CHECKING:
     import torch
 
-BATCHING = ("full", "neighbor")
-# Defined here, the bottom layer, and used by training/precision.py and training/layouts.py.
-PRECISIONS = ("fp32", "tf32", "bf16")
-LAYOUTS = ("coo", "csr", "edge_index", "csr-op")
-SAMPLERS = ("auto", "gnnbench", "pyg")
-DISTRIBUTED = ("none", "ddp")
-DIST_BACKENDS = ("auto", "nccl", "gloo")
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
-WANDB_MODES = ("auto", "online", "offline", "disabled")
 
-
-# Keys whose values name folders and files: a run's folder, a dataset's cache.
+# Keys whose values name folders and files: a run's folder, a dataset's cache. Checked here
+# for every model and dataset (a user's class declares no name), and on the command line
+# before Hydra names a run's folder with them.
 NAME_KEYS = ("model.name", "dataset.name")
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DictConfig) -> groups.Run:
+    """The composed config checked against its declaration, then the rules across keys;
+    the checked settings."""
     for key in NAME_KEYS:
         group, _, leaf = key.partition(".")
         file_name(key, cfg[group].get(leaf))
-    choice("compile", cfg.compile, (False, True))
-    train = cfg.train
-    integer("train.epochs", train.epochs, 1)
-    integer("train.warmup_epochs", train.warmup_epochs, 0)
-    require(train.warmup_epochs < train.epochs,
-            f"train.warmup_epochs={train.warmup_epochs!r} must be less than "
-            f"train.epochs={train.epochs} (the epochs after the warm-up are the ones timed)")
-    integer("train.seed", train.seed, 0)
-    number("train.lr", train.lr, above=0)
-    number("train.weight_decay", train.weight_decay, at_least=0)
-    choice("train.paired", train.paired, (False, True))
-    choice("train.precision", train.get("precision", "fp32"), PRECISIONS)
-    layout = cfg.get("graph", {}).get("layout", "coo")
-    choice("graph.layout", layout, LAYOUTS)
-    choice("capture", cfg.get("capture", False), (False, True))
-    if cfg.get("capture"):
-        require(cfg.compile is False, "capture=true captures the eager step; with compile=true "
+    run = check(groups.Run, OmegaConf.to_container(cfg, resolve=True))
+    train = run.train
+    if run.capture:
+        require(run.compile is False, "capture=true captures the eager step; with compile=true "
                 "use compiler.scope=step compiler.mode=reduce-overhead (variant=whole-step)")
         require(train.batching == "full", "capture=true needs train.batching=full (a mini-batch "
                 "changes shape every batch, so a captured step could not be replayed)")
-    choice("train.batching", train.batching, BATCHING)
-    require(not (cfg.compile and cfg.compiler.get("scope") == "epoch")
+    require(not (run.compile and run.compiler.scope == "epoch")
             or train.batching == "full", "compiler.scope=epoch needs train.batching=full "
             "(its eval is a full-graph forward; neighbour batches use compiler.scope=step)")
+    layout = run.graph.layout
     require(layout == "coo" or train.batching == "full",
             f"graph.layout={layout} needs train.batching=full (sampled batches are COO)")
-    choice("train.sampler", train.sampler, SAMPLERS)
     if train.batching == "neighbor":
         fanouts = list(train.fanouts)
         # A model of the user's own may have no num_layers: its fan-outs are the hops to
         # sample around each seed.
         layers = cfg.model.get("num_layers", len(fanouts))
         require(len(fanouts) == layers and len(fanouts) > 0 and all(
-            isinstance(f, int) and (f > 0 or f == -1) for f in fanouts),
+            isinstance(f, int) and not isinstance(f, bool) and (f > 0 or f == -1)
+            for f in fanouts),
             f"train.fanouts={fanouts} needs one positive fan-out (or -1: all) per layer "
             f"(model.num_layers={layers})")
-        integer("train.batch_size", train.batch_size, 1)
-        integer("train.eval_chunk", train.eval_chunk, 1)
         require(not train.paired, "train.paired=true needs train.batching=full")
-        choice("train.prefetch", train.get("prefetch", False), (False, True))
-        choice("train.pad_batches", train.get("pad_batches", False), (False, True))
-        require(not (train.get("pad_batches") and cfg.model.get("batch_norm", False)),
+        require(not (train.pad_batches and cfg.model.get("batch_norm", False)),
                 "train.pad_batches=true needs model.batch_norm=false (batch norm would see "
                 "the padding rows)")
-    _validate_distributed(cfg)
+    _validate_distributed(run)
     device = resolve_device(train.device)
-    require(not cfg.get("capture") or device.type == "cuda",
+    require(not run.capture or device.type == "cuda",
             f"capture=true needs a CUDA device (train.device={train.device!r} is {device.type})")
     require(not (train.dist_backend == "nccl" and device.type != "cuda"),
             f"train.dist_backend='nccl' needs CUDA (train.device={train.device!r} is "
             f"{device.type}); choose one of: auto, gloo")
-    pool_size(cfg.get("gpus"))
-    choice("wandb.mode", cfg.wandb.mode, WANDB_MODES)
-    number("wandb.init_timeout_s", cfg.wandb.init_timeout_s, above=0)
-    if cfg.data_mirror is not None:
-        require(
-            Path(str(cfg.data_mirror)).is_dir(),
-            f"data_mirror={cfg.data_mirror!r} is not a directory",
-        )
-    for folder in cfg.get("reference_dirs") or []:
-        require(Path(str(folder)).is_dir(), f"reference_dirs entry {folder!r} is not a directory")
+    pool_size(run.gpus)
+    if run.data_mirror is not None:
+        require(Path(run.data_mirror).is_dir(),
+                f"data_mirror={run.data_mirror!r} is not a directory")
+    for folder in run.reference_dirs:
+        require(Path(folder).is_dir(), f"reference_dirs entry {folder!r} is not a directory")
+    return run
 
 
-def _validate_distributed(cfg: DictConfig) -> None:
+def _validate_distributed(cfg: groups.Run) -> None:
     train = cfg.train
-    choice("train.distributed", train.distributed, DISTRIBUTED)
-    integer("train.world_size", train.world_size, 1)
-    choice("train.dist_backend", train.dist_backend, DIST_BACKENDS)
-    number("train.dist_timeout_s", train.dist_timeout_s, above=0)
     if train.distributed == "none":
         require(train.world_size == 1, f"train.world_size={train.world_size} needs "
                                        "train.distributed=ddp (none trains in one process)")
@@ -124,14 +97,12 @@ def pool_size(gpus: object) -> int:
     (one at a time on a host without CUDA); more than the host has is an error."""
     import torch
 
-    require(gpus is None or (isinstance(gpus, int) and not isinstance(gpus, bool)),
-            f"gpus={gpus!r} is not an integer; it must be null (one job per GPU of this "
-            "host) or an integer >= 1")
+    if gpus is not None and not (isinstance(gpus, int) and not isinstance(gpus, bool)
+                                 and gpus >= 1):
+        groups.gpus_line("gpus", gpus)
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus is None:
         return max(count, 1)
-    require(gpus >= 1, f"gpus={gpus!r} must be null (one job per GPU of this host) or an "
-                       "integer >= 1")
     require(count == 0 or gpus <= count,
             f"gpus={gpus} but this host has {count} CUDA device(s): "
             f"{', '.join(f'cuda:{i}' for i in range(count))}")

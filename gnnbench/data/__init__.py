@@ -1,22 +1,37 @@
-"""Datasets, chosen by the loader their config names (`dataset._target_`, or `dataset.loader`
-where `_target_` names something else: a PyG dataset class): adding a dataset family is one
-YAML file per dataset plus one `load(cfg, data_dir, mirror, device)` function, and
-optionally a `validate(cfg)` beside it. Every loader returns x, y, edge_index, splits,
-num_classes, accuracy and info."""
+"""Datasets, built from their config group by `hydra.utils.instantiate`: `dataset._target_`
+names the loader (or, where it names what is loaded, a PyG dataset class, `dataset.loader`
+does), the group's other keys are its keyword options, and gnnbench passes where data lives
+and the device. Adding a dataset family is one YAML file per dataset plus one
+`load(data_dir, mirror, device, **options)` function, with its options declared beside it
+(`Options` in its module, checked before anything loads). Every loader returns x, y,
+edge_index, splits, num_classes, accuracy and info."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel
 
-from gnnbench.config import ConfigError, group_choices
+from gnnbench.config import ConfigError, check, group_choices
 from gnnbench.data.task import Task, simple_accuracy
 
-__all__ = ["Task", "load_task", "loader", "simple_accuracy", "validate"]
+__all__ = ["Task", "load_task", "loader", "settings", "simple_accuracy", "spec", "validate"]
+
+
+def spec(cfg: DictConfig) -> dict:
+    """The dataset group as instantiate calls it, resolved. Where `_target_` names a PyG
+    dataset class (conf/dataset/pyg.yaml), `loader` becomes the target and the class is
+    passed to it as `dataset_class`; the group's keys and the record stay as they are."""
+    group = OmegaConf.to_container(cfg, resolve=True)
+    if group.get("loader"):
+        group["dataset_class"] = group.pop("_target_", None)
+        group["_target_"] = group.pop("loader")
+    return group
 
 
 def loader(cfg: DictConfig) -> Callable[..., dict]:
@@ -31,20 +46,34 @@ def loader(cfg: DictConfig) -> Callable[..., dict]:
                           f"pick a dataset from: {', '.join(group_choices('dataset'))}") from exc
 
 
-def validate(cfg: DictConfig) -> None:
-    """The loader exists, and its module's own `validate(cfg)`, if it has one, passes."""
-    import sys
+def settings(cfg: DictConfig) -> BaseModel | None:
+    """The group's options checked against its loader's declaration (`Options` beside it);
+    None for a loader that declares none."""
+    declaration = getattr(sys.modules.get(loader(cfg).__module__), "Options", None)
+    if declaration is None:
+        return None
+    options = {k: v for k, v in spec(cfg).items() if not k.startswith("_")}
+    return check(declaration, options, "dataset")
 
-    check = getattr(sys.modules.get(loader(cfg).__module__), "validate", None)
-    if callable(check):
-        check(cfg)
+
+def validate(cfg: DictConfig) -> None:
+    settings(cfg)
 
 
 def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
               device: torch.device) -> Task:
     """Load (or generate) the dataset and move it to `device`."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
     started = time.perf_counter()
-    parts = loader(cfg)(cfg, Path(data_dir), mirror, device)
+    loader(cfg)  # an unknown loader is one line naming the choices
+    try:
+        # _recursive_=False: nested `_target_`s (a PyG transform in `args`) are the loader's.
+        parts = instantiate(spec(cfg), data_dir=Path(data_dir), mirror=mirror, device=device,
+                            _recursive_=False)
+    except InstantiationException as exc:
+        raise (exc.__cause__ or exc) from None
     task = Task(
         name=cfg.name,
         x=parts["x"].to(device),

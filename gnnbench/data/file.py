@@ -12,29 +12,37 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Any
 
 import torch
-from omegaconf import DictConfig
+from pydantic import AfterValidator
 
-from gnnbench.config import ConfigError, first_line, integer, require
+from gnnbench.config import ConfigError, Count, check, first_line, require
 from gnnbench.config.sources import file_sha256
 from gnnbench.data import cache, graph
 
 
-def path_of(cfg: DictConfig) -> Path:
-    require(bool(cfg.get("path")), "dataset=file needs dataset.path=<file>: a torch.save'd "
-                                   "PyG Data or an .npz with x, edge_index and y")
-    path = Path(os.path.expanduser(str(cfg.path)))
-    require(path.is_file(), f"dataset.path={str(cfg.path)!r} is not a file "
+def path_of(value: object) -> Path:
+    """`dataset.path` as a file that exists (relative to the launch directory)."""
+    require(bool(value), "dataset=file needs dataset.path=<file>: a torch.save'd "
+                         "PyG Data or an .npz with x, edge_index and y")
+    path = Path(os.path.expanduser(str(value)))
+    require(path.is_file(), f"dataset.path={str(value)!r} is not a file "
                             f"(looked for {path.resolve()})")
     return path
 
 
-def validate(cfg: DictConfig) -> None:
-    path_of(cfg)
-    graph.validate_split(cfg)
-    if cfg.get("num_classes") is not None:
-        integer("dataset.num_classes", cfg.num_classes, 1)
+def _existing(value: str | None) -> str | None:
+    path_of(value)
+    return value
+
+
+class Options(graph.SplitOptions):
+    """conf/dataset/file.yaml."""
+
+    path: Annotated[str | None, AfterValidator(_existing)] = None
+    sha256: str | None = None  # the content's hash when the config was composed
+    num_classes: Count(1) | None = None  # null: the file's, else the largest label + 1
 
 
 def _fields(path: Path) -> tuple[dict, int | None]:
@@ -72,25 +80,26 @@ def _fields(path: Path) -> tuple[dict, int | None]:
     return {k: loaded[k] for k in loaded.keys()}, stated
 
 
-def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
-    """The dataset registry's entry point (`_target_` of conf/dataset/file.yaml). Nothing is
-    cached in data_dir: the file is read where it lies."""
-    path = path_of(cfg)
+def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:
+    """The dataset registry's entry point (`_target_` of conf/dataset/file.yaml), called with
+    the group's keys as `options`. Nothing is cached in data_dir: the file is read where it
+    lies."""
+    cfg = check(Options, options, "dataset")
+    path = path_of(cfg.path)
     found = file_sha256(path)
-    require(cfg.get("sha256") in (None, found),
+    require(cfg.sha256 in (None, found),
             f"dataset.path={str(cfg.path)!r} changed after the run began (its SHA-256 is "
-            f"{found}, the run's setting says {cfg.get('sha256')}); run it again")
+            f"{found}, the run's setting says {cfg.sha256}); run it again")
     fields, stated = _fields(path)
     where = f"dataset.path={str(cfg.path)!r}"
     classes = fields.pop("num_classes", None)  # the file may say how many classes there are
-    if cfg.get("num_classes") is None and classes is not None:
+    if cfg.num_classes is None and classes is not None:
         require(not isinstance(classes, torch.Tensor) or classes.numel() == 1,
                 f"{where}: num_classes must be one number")
         classes = int(classes)
     else:
-        classes = cfg.get("num_classes")
-    parts = graph.checked(fields, where, num_classes=classes, num_nodes=stated,
-                          **graph.split_options(cfg))
+        classes = cfg.num_classes
+    parts = graph.checked(fields, where, num_classes=classes, num_nodes=stated, **cfg.split())
     parts["info"].update(source="file", file=str(path.resolve()), sha256=found,
                          bytes=path.stat().st_size)
     return parts

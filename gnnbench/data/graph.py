@@ -7,30 +7,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import torch
+from pydantic import model_validator
 from torch import Tensor
 
-from gnnbench.config import ConfigError, integer, number, require
+from gnnbench.config import ConfigError, Count, FileName, Real, Settings, require
 from gnnbench.data.synthetic import random_split
 from gnnbench.data.task import simple_accuracy
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
 
-def split_options(cfg: Mapping) -> dict:
-    """The seeded split a graph without masks gets (its dataset YAML's keys)."""
-    return {"train_fraction": cfg.get("train_fraction", 0.6),
-            "val_fraction": cfg.get("val_fraction", 0.2), "split_seed": cfg.get("split_seed", 0)}
+class SplitOptions(Settings):
+    """The options of a dataset whose graph may come without masks (a file, a PyG dataset):
+    the seeded split it then gets (the rest is test)."""
 
+    name: FileName | None = None
+    train_fraction: Real(above=0, below=1) = 0.6
+    val_fraction: Real(above=0, below=1) = 0.2
+    split_seed: Count(0) = 0
 
-def validate_split(cfg: Mapping) -> None:
-    options = split_options(cfg)
-    for key in ("train_fraction", "val_fraction"):
-        number(f"dataset.{key}", options[key], above=0, below=1)
-    require(options["train_fraction"] + options["val_fraction"] < 1,
-            f"dataset.train_fraction + dataset.val_fraction = "
-            f"{options['train_fraction'] + options['val_fraction']:g} leaves no test nodes; "
-            "it must be < 1")
-    integer("dataset.split_seed", options["split_seed"], 0)
+    @model_validator(mode="after")
+    def _leaves_test_nodes(self) -> SplitOptions:
+        total = self.train_fraction + self.val_fraction
+        require(total < 1, f"dataset.train_fraction + dataset.val_fraction = {total:g} leaves "
+                           "no test nodes; it must be < 1")
+        return self
+
+    def split(self) -> dict:
+        """The keyword arguments of `checked` that say how to split."""
+        return {"train_fraction": self.train_fraction, "val_fraction": self.val_fraction,
+                "split_seed": self.split_seed}
 
 
 def _tensor(fields: Mapping, name: str, where: str) -> Tensor:

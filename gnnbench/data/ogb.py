@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import logging
 import shutil
+import typing
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, Literal
 from urllib.request import urlopen
 
 import torch
-from omegaconf import DictConfig
 from torch import Tensor
 
-from gnnbench.config import ConfigError, first_line
+from gnnbench.config import ConfigError, FileName, Flag, Settings, check, first_line
 from gnnbench.data import cache
 
-OGB_DATASETS = ("ogbn-arxiv", "ogbn-products")
+OgbName = Literal["ogbn-arxiv", "ogbn-products"]
+OGB_DATASETS: tuple[str, ...] = typing.get_args(OgbName)
 SPLIT_NAMES = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file names
 MIRROR_SUBDIRS = ("raw", "split", "mapping")  # mapping/ is optional (id maps, not read by ogb)
 DOWNLOAD_TIMEOUT_S = 60.0  # per socket operation: a dead network fails, a slow one still works
@@ -213,6 +215,16 @@ def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -
     }
 
 
-def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
-    """The dataset registry's entry point (`_target_` of conf/dataset/ogbn-*.yaml)."""
-    return load_ogbn(cfg.ogb_name, data_dir, mirror, bool(cfg.undirected))
+class Options(Settings):
+    """conf/dataset/ogbn-*.yaml."""
+
+    name: FileName | None = None
+    ogb_name: OgbName
+    undirected: Flag = False  # symmetrise the graph (OGB's arxiv examples do)
+
+
+def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:
+    """The dataset registry's entry point (`_target_` of conf/dataset/ogbn-*.yaml), called
+    with the group's keys as `options`."""
+    o = check(Options, options, "dataset")
+    return load_ogbn(o.ogb_name, Path(data_dir), mirror, o.undirected)

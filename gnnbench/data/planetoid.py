@@ -14,12 +14,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, Literal
 from urllib.request import urlopen
 
 import torch
-from omegaconf import DictConfig
 
-from gnnbench.config import ConfigError, first_line
+from gnnbench.config import ConfigError, FileName, Settings, check, first_line
 from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
 
@@ -141,8 +141,18 @@ def _processed(data_dir: Path, name: str):
         return Planetoid(str(data_dir), name, split="public", transform=NormalizeFeatures())[0]
 
 
-def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
-    name = cfg.root_name
+class Options(Settings):
+    """conf/dataset/{cora,citeseer,pubmed}.yaml."""
+
+    name: FileName | None = None
+    root_name: Literal["Cora", "CiteSeer", "PubMed"]  # PyG's name: the folder in data_dir
+
+
+def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:
+    """The dataset registry's entry point (`_target_` of the Planetoid YAMLs), called with
+    the group's keys as `options`."""
+    name = check(Options, options, "dataset").root_name
+    data_dir = Path(data_dir)
     with cache.locked(data_dir, name):
         ensure_raw(name, data_dir, mirror)
         processed = data_dir / name / "processed"

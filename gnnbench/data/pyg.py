@@ -14,19 +14,21 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
+from typing import Annotated, Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from pydantic import AfterValidator, BeforeValidator
 
-from gnnbench.config import ConfigError, choice, require
+from gnnbench.config import ConfigError, Flag, check, require
 from gnnbench.data import cache, graph
 
 
-def dataset_class(cfg: DictConfig) -> type:
+def dataset_class(target: object) -> type:
+    """The PyG dataset class `dataset._target_` names."""
     from hydra.utils import get_class
     from torch_geometric.data import Dataset
 
-    target = cfg.get("_target_")
     require(isinstance(target, str) and bool(target.strip()),
             "dataset=pyg needs dataset._target_=torch_geometric.datasets.<Class>")
     try:
@@ -38,10 +40,20 @@ def dataset_class(cfg: DictConfig) -> type:
     return cls
 
 
-def validate(cfg: DictConfig) -> None:
-    dataset_class(cfg)
-    choice("dataset.download", cfg.get("download", False), (False, True))
-    graph.validate_split(cfg)
+def _importable(target: str | None) -> str | None:
+    dataset_class(target)
+    return target
+
+
+class Options(graph.SplitOptions):
+    """conf/dataset/pyg.yaml. The group's `_target_` is the PyG class, so its loader is
+    `dataset.loader` (this module's `load`), which receives the class as `dataset_class`."""
+
+    dataset_class: Annotated[str | None, AfterValidator(_importable)] = None
+    # The class's keyword arguments, checked by the class itself.
+    args: Annotated[dict, BeforeValidator(
+        lambda v: OmegaConf.to_container(v) if isinstance(v, DictConfig) else v)] = {}
+    download: Flag = False  # true: PyG may download what the cache and the mirror lack
 
 
 def _from_mirror(mirror: str, name: str, root: Path) -> None:
@@ -70,14 +82,18 @@ def _offline(cls: type, where: str, root: Path, mirror: str | None) -> type:
     return type(cls.__name__, (cls,), {"download": download, "__module__": cls.__module__})
 
 
-def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
+def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:
+    """The loader of conf/dataset/pyg.yaml (`dataset.loader`), called with the group's keys
+    as `options` and the class its `_target_` names as `dataset_class`."""
     from hydra.utils import instantiate
     from torch_geometric.data import Dataset
 
-    cls = dataset_class(cfg)
-    where = f"dataset._target_={cfg._target_}"
-    args = cfg.get("args") or {}
+    cfg = check(Options, options, "dataset")
+    cls = dataset_class(cfg.dataset_class)
+    where = f"dataset._target_={cfg.dataset_class}"
+    args = cfg.args
     kwargs = instantiate(args, _convert_="all") if args else {}
+    data_dir = Path(data_dir)
     root = data_dir / "pyg" / cls.__name__
     takes_root = "root" in inspect.signature(cls.__init__).parameters
     with cache.locked(data_dir, f"pyg-{cls.__name__}"):
@@ -89,14 +105,13 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
         if root.is_dir():
             cache.drop_unsafe_processed(root)
         downloads = getattr(cls, "download", None) is not getattr(Dataset, "download", None)
-        chosen = _offline(cls, where, root, mirror) if downloads and not cfg.get("download") \
-            else cls
+        chosen = _offline(cls, where, root, mirror) if downloads and not cfg.download else cls
         try:
             with cache.quiet(cls.__name__):
                 dataset = chosen(**({"root": str(root)} if takes_root else {}), **kwargs)
         except TypeError as exc:
             raise ConfigError(f"{where} cannot be built with "
-                              f"{OmegaConf.to_container(args) if args else 'no arguments'} "
+                              f"{args or 'no arguments'} "
                               f"({exc}); its keyword arguments go under dataset.args "
                               "(+dataset.args.<name>=...)") from exc
         except PermissionError as exc:
@@ -105,7 +120,7 @@ def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.devi
                                "classification on one graph")
     data = dataset[0]
     parts = graph.checked({k: data[k] for k in data.keys()}, where,
-                          num_nodes=data._store.get("num_nodes"), **graph.split_options(cfg))
-    parts["info"].update(source="pyg", dataset_class=cfg._target_,
+                          num_nodes=data._store.get("num_nodes"), **cfg.split())
+    parts["info"].update(source="pyg", dataset_class=cfg.dataset_class,
                          root=str(root) if takes_root else None)
     return parts

@@ -13,16 +13,53 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from pydantic import model_validator
 from torch import Tensor
 from torch_geometric.utils import to_undirected
 
-from gnnbench.config import files, first_line
+from gnnbench.config import Count, FileName, Real, Settings, check, files, first_line, require
 from gnnbench.data import cache
 from gnnbench.data.task import simple_accuracy
+
+
+class Options(Settings):
+    """conf/dataset/synthetic*.yaml: the graph's size and how learnable it is, and its split
+    (planetoid: a few labels per class; random: fractions of all nodes, the rest test)."""
+
+    name: FileName | None = None
+    num_nodes: Count(1)
+    num_edges: Count(0)
+    num_features: Count(1)
+    num_classes: Count(1)
+    homophily: Real(at_least=0, at_most=1)
+    feature_signal: Real(at_least=0)
+    power_law: Real(above=1)  # the degree-distribution exponent (Pareto: > 1)
+    split: Literal["planetoid", "random"]
+    train_per_class: Count(0) | None = None
+    num_val: Count(0) | None = None
+    num_test: Count(0) | None = None
+    train_fraction: Real(above=0, below=1) | None = None
+    val_fraction: Real(above=0, below=1) | None = None
+    seed: Count(0) = 0
+
+    @model_validator(mode="after")
+    def _split_sizes(self) -> Options:
+        needs = (("train_per_class", "num_val", "num_test") if self.split == "planetoid"
+                 else ("train_fraction", "val_fraction"))
+        for key in needs:
+            require(getattr(self, key) is not None,
+                    f"dataset.split={self.split} needs dataset.{key}")
+        if self.split == "random":
+            total = self.train_fraction + self.val_fraction
+            require(total < 1, f"dataset.train_fraction + dataset.val_fraction = {total:g} "
+                               "leaves no test nodes; it must be < 1")
+        return self
 
 
 def _sample_by_weight(cum: Tensor, lo: Tensor, hi: Tensor, g: torch.Generator) -> Tensor:
@@ -92,18 +129,16 @@ def random_split(num_nodes: int, train_fraction: float, val_fraction: float,
             "test": perm[n_train + n_val:].sort().values}
 
 
-def _fingerprint(cfg: DictConfig, device: torch.device) -> str:
-    """What a cache file was generated from: its parameters and the generator's device type
-    (CPU and CUDA random streams differ, so the same seed gives a different graph on each).
-    `_target_` names the loader, not the graph: it stays out, as before datasets had one."""
-    params = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
-              if not k.startswith("_")}
-    return f"{json.dumps(params, sort_keys=True)}|{device.type}"
+def _fingerprint(params: Mapping, device: torch.device) -> str:
+    """What a cache file was generated from: its parameters as the group gives them and the
+    generator's device type (CPU and CUDA random streams differ, so the same seed gives a
+    different graph on each)."""
+    return f"{json.dumps(dict(params), sort_keys=True)}|{device.type}"
 
 
-def _cache_path(cfg: DictConfig, data_dir: Path, device: torch.device) -> Path:
-    key = hashlib.sha1(_fingerprint(cfg, device).encode()).hexdigest()[:12]
-    return data_dir / "synthetic" / f"{cfg.name}-{device.type}-{key}.pt"
+def _cache_path(params: Mapping, data_dir: Path, device: torch.device) -> Path:
+    key = hashlib.sha1(_fingerprint(params, device).encode()).hexdigest()[:12]
+    return data_dir / "synthetic" / f"{params['name']}-{device.type}-{key}.pt"
 
 
 def _read_cache(path: Path, fingerprint: str, device: torch.device) -> dict | None:
@@ -121,7 +156,7 @@ def _read_cache(path: Path, fingerprint: str, device: torch.device) -> dict | No
     return parts
 
 
-def _generate(cfg: DictConfig, device: torch.device) -> tuple[dict, float]:
+def _generate(cfg: Options, device: torch.device) -> tuple[dict, float]:
     started = time.perf_counter()
     parts = generate_graph(cfg.num_nodes, cfg.num_edges, cfg.num_features, cfg.num_classes,
                            cfg.homophily, cfg.feature_signal, cfg.power_law, cfg.seed, device)
@@ -147,12 +182,18 @@ def _write_cache(path: Path, parts: dict, fingerprint: str) -> None:
     files.atomic_write(path, lambda tmp: torch.save(contents, tmp))
 
 
-def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dict:
-    """Generate once per parameter set, then reuse the cached file (a sweep generates each
-    graph once, and concurrent runs wait for the one generating it). Generation time and
-    size are reported in `info`."""
-    path = _cache_path(cfg, data_dir, device)
-    fingerprint = _fingerprint(cfg, device)
+def load_synthetic(group: Mapping, data_dir: Path, device: torch.device) -> dict:
+    """Generate once per parameter set (`group`: the dataset group's keys; Hydra's `_target_`
+    names the loader, not the graph, and stays out), then reuse the cached file (a sweep
+    generates each graph once, and concurrent runs wait for the one generating it).
+    Generation time and size are reported in `info`."""
+    if isinstance(group, DictConfig):
+        group = OmegaConf.to_container(group, resolve=True)
+    params = {k: v for k, v in group.items() if not k.startswith("_")}
+    cfg = check(Options, params, "dataset")
+    data_dir = Path(data_dir)
+    path = _cache_path(params, data_dir, device)
+    fingerprint = _fingerprint(params, device)
     info: dict = {"source": "synthetic", "generated_on": device.type, "cache_file": str(path)}
     with cache.locked(data_dir, f"synthetic-{path.stem}"):
         started = time.perf_counter()
@@ -169,7 +210,7 @@ def load_synthetic(cfg: DictConfig, data_dir: Path, device: torch.device) -> dic
     info["bytes"] = path.stat().st_size
     return {**parts, "num_classes": cfg.num_classes, "info": info}
 
-def load(cfg: DictConfig, data_dir: Path, mirror: str | None, device: torch.device) -> dict:
-    """The dataset registry's entry point (`_target_` of conf/dataset/synthetic*.yaml): a
-    generated graph needs no mirror."""
-    return {**load_synthetic(cfg, data_dir, device), "accuracy": simple_accuracy}
+def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:
+    """The dataset registry's entry point (`_target_` of conf/dataset/synthetic*.yaml),
+    called with the group's keys as `options`: a generated graph needs no mirror."""
+    return {**load_synthetic(options, data_dir, device), "accuracy": simple_accuracy}

@@ -1,12 +1,17 @@
-"""Models, chosen by the class their config names (`model._target_`): adding a model is one
-YAML file in conf/model/ plus one subclass of `GNN`. A `_target_` outside gnnbench (a
-user's `nn.Module`, PyG's stock models) is a foreign model (`foreign.py`): built from its
-own options, it has none of gnnbench's layer-wise features (CSR layouts, layer-wise
+"""Models, built from their config group by `hydra.utils.instantiate`: `model._target_` names
+the class, the group's other keys are its keyword options, and gnnbench passes the input and
+output widths. Adding a model is one YAML file in conf/model/ plus one subclass of `GNN`
+that declares its options (`GNN.Options`).
+
+A `_target_` outside gnnbench (a user's `nn.Module`, PyG's stock models) is a foreign model
+(`foreign.py`): instantiated with its own options only (gnnbench's keys, such as `name`,
+are not the class's), it has none of gnnbench's layer-wise features (CSR layouts, layer-wise
 inference)."""
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel
 from torch import Tensor, nn
 
 from gnnbench.config import ConfigError, group_choices
@@ -16,7 +21,7 @@ from gnnbench.models.base import GNN
 from gnnbench.models.foreign import Foreign
 
 __all__ = ["GNN", "Foreign", "build_model", "csr_aggregation", "foreign_model", "graph_inputs",
-           "model_class", "validate"]
+           "model_class", "options", "settings", "validate"]
 
 
 def model_class(cfg: DictConfig) -> type[GNN]:
@@ -39,25 +44,56 @@ def foreign_model(cfg: DictConfig) -> bool:
     return is_foreign(cfg.get("_target_"))
 
 
-def validate(cfg: DictConfig) -> None:
+def settings(cfg: DictConfig) -> BaseModel:
+    """The model group checked against its declaration: the options of gnnbench's class
+    (`GNN.Options` and its subclasses), or gnnbench's keys around a foreign class."""
     if foreign_model(cfg):
-        foreign.validate(cfg)
-    else:
-        model_class(cfg).validate(cfg)
+        return foreign.settings(cfg)
+    return model_class(cfg).settings(options(cfg))
+
+
+def options(cfg: DictConfig) -> dict:
+    """The keyword options of gnnbench's kind of model: the group's keys but Hydra's
+    (`_target_`), and but model=custom's keys for wrapping a foreign class where they keep
+    their defaults (a `GNN` subclass named in model=custom is built directly; set to
+    anything else, they are an error naming them)."""
+    cls = model_class(cfg)
+    group = OmegaConf.to_container(cfg, resolve=True)
+    wrapper = {k: f.default for k, f in foreign.Options.model_fields.items()
+               if k not in cls.Options.model_fields}
+    return {k: v for k, v in group.items()
+            if not k.startswith("_") and not (k in wrapper and v == wrapper[k])}
+
+
+def validate(cfg: DictConfig) -> None:
+    settings(cfg)
 
 
 def csr_aggregation(cfg: DictConfig) -> str | None:
-    return None if foreign_model(cfg) else model_class(cfg).csr_aggregation(cfg)
+    return None if foreign_model(cfg) else model_class(cfg).csr_aggregation(settings(cfg))
 
 
 def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> nn.Module:
+    """`instantiate(cfg, in_channels=..., out_channels=...)` for gnnbench's models (the
+    group as `options` gives it); a bad option is the class's own one-line error, not
+    Hydra's wrapped traceback."""
     if foreign_model(cfg):
         return foreign.build(cfg, in_channels, out_channels)
-    return model_class(cfg)(cfg, in_channels, out_channels)
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    spec = {"_target_": cfg._target_, **options(cfg)}
+    try:
+        return instantiate(spec, in_channels=in_channels, out_channels=out_channels,
+                           _convert_="all")
+    except InstantiationException as exc:
+        if isinstance(exc.__cause__, ConfigError):
+            raise exc.__cause__ from None
+        raise
 
 
 def graph_inputs(cfg: DictConfig, edge_index: Tensor,
                  num_nodes: int) -> tuple[Tensor, Tensor | None]:
     if foreign_model(cfg):
-        return foreign.graph_inputs(cfg, edge_index, num_nodes)
-    return model_class(cfg).graph_inputs(cfg, edge_index, num_nodes)
+        return foreign.graph_inputs(foreign.settings(cfg), edge_index, num_nodes)
+    return model_class(cfg).graph_inputs(settings(cfg), edge_index, num_nodes)

@@ -1,14 +1,22 @@
 """The shape every model shares: a stack of PyG message-passing layers with optional batch
 norm, ReLU and dropout between them. A model is a subclass that says which convolution to
-stack, which of its options are valid, and what graph inputs it consumes."""
+stack, declares its own options (`Options`, a subclass of `GNN.Options`) and what graph
+inputs it consumes.
+
+Built by `hydra.utils.instantiate(cfg.model, in_channels=..., out_channels=...)`: the group's
+keys are the constructor's keyword options, checked against `Options` (the one declaration
+of their types, ranges and choices), so a bad value is the same one-line error whether it
+comes from a YAML file, the command line or Python (`GCN(8, 3, hidden=0)`). `name` is one of
+them: the name runs go by, which the model records and does not otherwise use."""
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import torch.nn.functional as F
-from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from gnnbench.config import choice, integer, number
+from gnnbench.config import Count, FileName, Flag, Real, Settings, check
 from gnnbench.models.csr import CSRAdjacency
 
 ACTIVATIONS = {"relu": F.relu, "elu": F.elu}
@@ -21,40 +29,49 @@ class GNN(nn.Module):
     `hidden` is a hidden layer's width (for attention: heads × channels per head).
     """
 
+    class Options(Settings):
+        """The options every model has (conf/model/<name>.yaml); subclasses add their own."""
+
+        name: FileName | None = None
+        num_layers: Count(1) = 2
+        hidden: Count(1) = 16
+        dropout: Real(at_least=0, below=1) = 0.5
+        input_dropout: Real(at_least=0, below=1) = 0.0
+        batch_norm: Flag = False
+        activation: Literal["relu", "elu"] = "relu"
+
     uses_edge_weight = False  # whether the convolution takes per-edge weights
     gnnbench_native = True  # built from the model group as a whole, wherever it is defined
 
-    def __init__(self, cfg: DictConfig, in_channels: int, out_channels: int) -> None:
+    def __init__(self, in_channels: int, out_channels: int, **options: Any) -> None:
         super().__init__()
-        dims = [in_channels] + [cfg.hidden] * (cfg.num_layers - 1) + [out_channels]
+        self.options = o = self.settings(options)
+        self.name = o.name
+        dims = [in_channels] + [o.hidden] * (o.num_layers - 1) + [out_channels]
         last = len(dims) - 2
-        self.convs = nn.ModuleList(self.make_conv(i, o, cfg, k == last)
-                                   for k, (i, o) in enumerate(zip(dims[:-1], dims[1:],
-                                                                  strict=True)))
+        self.convs = nn.ModuleList(self.make_conv(i, out, k == last)
+                                   for k, (i, out) in enumerate(zip(dims[:-1], dims[1:],
+                                                                    strict=True)))
         self.norms = nn.ModuleList(
-            nn.BatchNorm1d(cfg.hidden) if cfg.batch_norm else nn.Identity()
+            nn.BatchNorm1d(o.hidden) if o.batch_norm else nn.Identity()
             for _ in self.convs[:-1]
         )
-        self.dropout = float(cfg.dropout)
-        self.input_dropout = float(cfg.get("input_dropout", 0.0))
-        self.activation = ACTIVATIONS[cfg.get("activation", "relu")]
+        self.dropout = float(o.dropout)
+        self.input_dropout = float(o.input_dropout)
+        self.activation = ACTIVATIONS[o.activation]
 
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
-                  last: bool) -> nn.Module:
+    @classmethod
+    def settings(cls, options: Any) -> Options:
+        """`options` (a mapping of the model group's keys, `_target_` aside) checked against
+        the class's declaration."""
+        return check(cls.Options, options, "model")
+
+    def make_conv(self, in_channels: int, out_channels: int, last: bool) -> nn.Module:
+        """One layer, from `self.options`."""
         raise NotImplementedError
 
     @classmethod
-    def validate(cls, cfg: DictConfig) -> None:
-        """The options every model has; subclasses add their own."""
-        integer("model.num_layers", cfg.num_layers, 1)
-        integer("model.hidden", cfg.hidden, 1)
-        for key in ("dropout", "input_dropout"):
-            number(f"model.{key}", cfg.get(key, 0.0), at_least=0, below=1)
-        choice("model.batch_norm", cfg.batch_norm, (False, True))
-        choice("model.activation", cfg.get("activation", "relu"), tuple(ACTIVATIONS))
-
-    @classmethod
-    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
+    def csr_aggregation(cls, options: Options) -> str | None:
         """How graph.layout=csr-op aggregates for this model ("sum" over weighted edges,
         "mean"), or None where the model cannot use it (its layers are not one SpMM)."""
         return None
@@ -63,7 +80,7 @@ class GNN(nn.Module):
         raise NotImplementedError
 
     @classmethod
-    def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
+    def graph_inputs(cls, options: Options, edge_index: Tensor,
                      num_nodes: int) -> tuple[Tensor, Tensor | None]:
         """The edges (and per-edge weights) the model consumes, prepared once per run."""
         return edge_index, None

@@ -2,7 +2,8 @@
 one, named by `model._target_` (a user's model, PyG's stock `torch_geometric.nn.models`).
 
 It is built with `hydra.utils.instantiate` from the model group's keys other than gnnbench's
-own (`KEYS`), plus the input and output widths under the names the class uses. The contract
+own (those `Options` declares: the class cannot be expected to accept them), plus the input
+and output widths under the names the class uses. The contract
 (README, "Benchmark your own model"): `forward(x, edge_index)`, optionally taking
 `edge_weight`, returns one row of logits per node. A model that breaks it is one clear
 error before training. `Foreign` gives the user's module gnnbench's call (x, edge_index,
@@ -15,22 +16,52 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
+from pydantic import ConfigDict
 from torch import Tensor, nn
 
-from gnnbench.config import ConfigError, choice, first_line, number, require
+from gnnbench.config import (
+    ConfigError,
+    FileName,
+    Identifier,
+    Message,
+    Real,
+    Settings,
+    check,
+    first_line,
+    require,
+)
 
-# gnnbench's keys in the model group; every other key is an option of the class.
-KEYS = ("name", "_target_", "in_channels_arg", "out_channels_arg", "input_dropout",
-        "graph_inputs")
-# How the graph is prepared once per run, before the model sees it: as given; self-loops
-# removed then one added per node (what GATConv does on every forward); or GCN's symmetric
-# normalisation with self-loops as edge weights (what GCNConv does on every forward).
-GRAPH_INPUTS = ("none", "self-loops", "gcn-norm")
 PROBE_NODES = 32
+
+
+def _argument_line(key: str, value: object) -> None:
+    default = key.rpartition(".")[2].removesuffix("_arg")
+    raise ConfigError(f"{key}={value!r} must be the name of the class's argument (default: "
+                      f"{default}), or null where the class takes none")
+
+
+ArgumentName = Annotated[Identifier, Message(_argument_line)]
+
+
+class Options(Settings):
+    """gnnbench's keys in the model group of a class that is not gnnbench's; every other key
+    is an option of the class, passed to it as it is (the class's signature checks it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: FileName | None = None
+    in_channels_arg: ArgumentName | None = "in_channels"  # null: the class takes none
+    out_channels_arg: ArgumentName | None = "out_channels"
+    input_dropout: Real(at_least=0, below=1) = 0.0
+    # How the graph is prepared once per run, before the model sees it: as given; self-loops
+    # removed then one added per node (what GATConv does on every forward); or GCN's
+    # symmetric normalisation with self-loops as edge weights (what GCNConv does).
+    graph_inputs: Literal["none", "self-loops", "gcn-norm"] = "none"
 
 
 def locate(target: object) -> Callable:
@@ -55,21 +86,17 @@ def locate(target: object) -> Callable:
     return found
 
 
-def validate(cfg: DictConfig) -> None:
+def settings(cfg: DictConfig) -> Options:
+    """The model group checked: its class importable, gnnbench's keys as declared."""
     locate(cfg.get("_target_"))
-    for key in ("in_channels_arg", "out_channels_arg"):
-        value = cfg.get(key, key.removesuffix("_arg"))
-        require(value is None or (isinstance(value, str) and value.isidentifier()),
-                f"model.{key}={value!r} must be the name of the class's argument (default: "
-                f"{key.removesuffix('_arg')}), or null where the class takes none")
-    number("model.input_dropout", cfg.get("input_dropout", 0.0), at_least=0, below=1)
-    choice("model.graph_inputs", cfg.get("graph_inputs", "none"), GRAPH_INPUTS)
+    group = OmegaConf.to_container(cfg, resolve=True)
+    return check(Options, {k: v for k, v in group.items() if not k.startswith("_")}, "model")
 
 
 def options(cfg: DictConfig) -> dict:
-    """The class's own options: the group's keys other than gnnbench's."""
+    """The class's own options: the group's keys other than gnnbench's (and Hydra's)."""
     return {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
-            if k not in KEYS}
+            if k not in Options.model_fields and not k.startswith("_")}
 
 
 def _takes_edge_weight(signature: inspect.Signature) -> bool:
@@ -83,10 +110,9 @@ def build(cfg: DictConfig, in_channels: int, out_channels: int) -> Foreign:
     from hydra.utils import instantiate
 
     target = cfg.get("_target_")
-    locate(target)
+    own = settings(cfg)
     kwargs = options(cfg)
-    for key, value in (("in_channels_arg", in_channels), ("out_channels_arg", out_channels)):
-        name = cfg.get(key, key.removesuffix("_arg"))
+    for name, value in ((own.in_channels_arg, in_channels), (own.out_channels_arg, out_channels)):
         if name is not None:
             kwargs[name] = value
     try:
@@ -110,15 +136,15 @@ def build(cfg: DictConfig, in_channels: int, out_channels: int) -> Foreign:
         raise ConfigError(f"model._target_={target}: forward{signature} cannot be called as "
                           "forward(x, edge_index) (optionally with edge_weight)") from exc
     weighted = _takes_edge_weight(signature)
-    require(cfg.get("graph_inputs", "none") != "gcn-norm" or weighted,
+    require(own.graph_inputs != "gcn-norm" or weighted,
             f"model.graph_inputs=gcn-norm passes edge weights, but forward{signature} of "
             f"{target} takes no edge_weight")
-    return Foreign(module, float(cfg.get("input_dropout", 0.0)), weighted)
+    return Foreign(module, float(own.input_dropout), weighted)
 
 
-def graph_inputs(cfg: DictConfig, edge_index: Tensor,
+def graph_inputs(options: Options, edge_index: Tensor,
                  num_nodes: int) -> tuple[Tensor, Tensor | None]:
-    kind = cfg.get("graph_inputs", "none")
+    kind = options.graph_inputs
     if kind == "self-loops":
         from torch_geometric.utils import add_self_loops, remove_self_loops
 

@@ -2,38 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch_geometric.transforms as T
-from omegaconf import DictConfig
 from torch import Tensor, nn
 from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv
 
-from gnnbench.config import choice
+from gnnbench.config import Flag
 from gnnbench.models.base import GNN
 from gnnbench.models.csr import CSRAdjacency, spmm
 
-# precompute: T.GCNNorm once + GCNConv(normalize=False), PyG's advice for torch.compile;
-# layer: GCNConv normalises on every forward (add_remaining_self_loops: graph breaks).
-NORMALIZE = ("precompute", "layer")
-
 
 class GCN(GNN):
+    class Options(GNN.Options):
+        # precompute: T.GCNNorm once + GCNConv(normalize=False), PyG's advice for
+        # torch.compile; layer: GCNConv normalises on every forward (add_remaining_self_loops:
+        # graph breaks).
+        normalize: Literal["precompute", "layer"] = "precompute"
+        cached: Flag = False  # GCNConv(cached=True): known to fail under compile(dynamic=True)
+
     uses_edge_weight = True
 
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
-                  last: bool) -> nn.Module:
-        return GCNConv(in_channels, out_channels, normalize=cfg.normalize == "layer",
-                       cached=bool(cfg.get("cached", False)))
+    def make_conv(self, in_channels: int, out_channels: int, last: bool) -> nn.Module:
+        o = self.options
+        return GCNConv(in_channels, out_channels, normalize=o.normalize == "layer",
+                       cached=o.cached)
 
     @classmethod
-    def validate(cls, cfg: DictConfig) -> None:
-        super().validate(cfg)
-        choice("model.normalize", cfg.normalize, NORMALIZE)
-        choice("model.cached", cfg.get("cached", False), (False, True))
-
-    @classmethod
-    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
-        return "sum" if cfg.normalize == "precompute" else None
+    def csr_aggregation(cls, options: Options) -> str | None:
+        return "sum" if options.normalize == "precompute" else None
 
     def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:
         """GCNConv(normalize=False) with precomputed weights: A_norm @ (x W) + b."""
@@ -42,11 +40,11 @@ class GCN(GNN):
         return out + conv.bias if conv.bias is not None else out
 
     @classmethod
-    def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
+    def graph_inputs(cls, options: Options, edge_index: Tensor,
                      num_nodes: int) -> tuple[Tensor, Tensor | None]:
         """With `normalize=precompute`: self-loops and symmetric weights computed once (what
         T.GCNNorm does), so the layer has no data-dependent shapes left to break on."""
-        if cfg.normalize != "precompute":
+        if options.normalize != "precompute":
             return edge_index, None
         normed = T.GCNNorm(add_self_loops=True)(Data(edge_index=edge_index, num_nodes=num_nodes))
         return normed.edge_index, normed.edge_weight

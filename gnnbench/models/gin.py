@@ -8,24 +8,21 @@ logits blow up and the model stays near chance (test 0.07 over 100 epochs on the
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 from torch import nn
 from torch_geometric.nn import GINConv
 
-from gnnbench.config import choice
+from gnnbench.config import Flag
 from gnnbench.models.base import GNN
 
 
 class GIN(GNN):
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
-                  last: bool) -> nn.Module:
-        norm = [nn.BatchNorm1d(cfg.hidden)] if cfg.mlp_norm else []
-        mlp = nn.Sequential(nn.Linear(in_channels, cfg.hidden), *norm, nn.ReLU(),
-                            nn.Linear(cfg.hidden, out_channels))
-        return GINConv(mlp, train_eps=bool(cfg.train_eps))
+    class Options(GNN.Options):
+        train_eps: Flag = False
+        mlp_norm: Flag = False  # batch norm inside each layer's MLP
 
-    @classmethod
-    def validate(cls, cfg: DictConfig) -> None:
-        super().validate(cfg)
-        choice("model.train_eps", cfg.train_eps, (False, True))
-        choice("model.mlp_norm", cfg.mlp_norm, (False, True))
+    def make_conv(self, in_channels: int, out_channels: int, last: bool) -> nn.Module:
+        o = self.options
+        norm = [nn.BatchNorm1d(o.hidden)] if o.mlp_norm else []
+        mlp = nn.Sequential(nn.Linear(in_channels, o.hidden), *norm, nn.ReLU(),
+                            nn.Linear(o.hidden, out_channels))
+        return GINConv(mlp, train_eps=o.train_eps)

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from typing import Literal
+
 from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import sort_edge_index
 
-from gnnbench.config import choice
 from gnnbench.models.base import GNN
 from gnnbench.models.csr import CSRAdjacency, spmm
 
-# lstm is the GraphSAGE paper's LSTM aggregator: it needs edges sorted by target, and its
-# data-dependent branching is a real graph break under torch.compile.
-AGGR = ("mean", "max", "sum", "lstm")
-
 
 class SAGE(GNN):
-    def make_conv(self, in_channels: int, out_channels: int, cfg: DictConfig,
-                  last: bool) -> nn.Module:
-        return SAGEConv(in_channels, out_channels, aggr=cfg.aggr)
+    class Options(GNN.Options):
+        # lstm is the GraphSAGE paper's LSTM aggregator: it needs edges sorted by target, and
+        # its data-dependent branching is a real graph break under torch.compile.
+        aggr: Literal["mean", "max", "sum", "lstm"] = "mean"
+
+    def make_conv(self, in_channels: int, out_channels: int, last: bool) -> nn.Module:
+        return SAGEConv(in_channels, out_channels, aggr=self.options.aggr)
 
     @classmethod
-    def validate(cls, cfg: DictConfig) -> None:
-        super().validate(cfg)
-        choice("model.aggr", cfg.aggr, AGGR)
-
-    @classmethod
-    def csr_aggregation(cls, cfg: DictConfig) -> str | None:
-        return "mean" if cfg.aggr == "mean" else None
+    def csr_aggregation(cls, options: Options) -> str | None:
+        return "mean" if options.aggr == "mean" else None
 
     def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:
         """SAGEConv(aggr="mean"): lin_l(mean of neighbours) + lin_r(x)."""
@@ -36,8 +31,8 @@ class SAGE(GNN):
         return conv.lin_l(spmm(adjacency, x)) + conv.lin_r(x)
 
     @classmethod
-    def graph_inputs(cls, cfg: DictConfig, edge_index: Tensor,
+    def graph_inputs(cls, options: Options, edge_index: Tensor,
                      num_nodes: int) -> tuple[Tensor, Tensor | None]:
-        if cfg.aggr == "lstm":
+        if options.aggr == "lstm":
             return sort_edge_index(edge_index, sort_by_row=False), None
         return edge_index, None

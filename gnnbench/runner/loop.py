@@ -30,7 +30,7 @@ def _cuda_graph_audit(trainer: Trainer, recorder: dynamo.DynamoRecorder,
         reasons = [f"no CUDA tensors in the graph (the run is on {device.type})"]
     trees = dynamo.recorded_cudagraph_trees(device)
     captured = trainer.captured is not None and trainer.captured.captured
-    metrics = getattr(trainer, "captured_metrics", None)
+    metrics = trainer.captured_metrics
     used = ("whole epoch" if captured and metrics is not None and metrics.captured
             else "whole step" if captured else "cudagraph trees" if trees else "none")
     return CudaGraphAudit(requested=trainer.requested_cuda_graphs, used=used,

@@ -20,17 +20,24 @@ from gnnbench.training import buckets, compilation, layouts, prefetch, sampler, 
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import autocast, forward_in
 
+# How an eager twin's figures are keyed in an epoch's record (eager_loss, eager_train_s...).
+TWIN_PREFIX = "eager_"
+
 
 @dataclass
 class Variant:
-    """A model as one epoch trains it. `prefix` keys its figures in an epoch's record: "" for
-    the measured model, "eager_" for a paired run's eager twin."""
+    """A model as one epoch trains it: the measured model, or (`twin`) a paired run's eager
+    twin, whose figures are keyed with `prefix` in an epoch's record."""
 
-    prefix: str
     forward: Callable[..., Tensor]  # the model itself or its compiled wrapper
     model: torch.nn.Module  # a models.GNN, or a models.Foreign around the user's module
     optimizer: torch.optim.Optimizer
     step: Callable[..., Tensor] | None = None  # scope=step: the compiled whole step
+    twin: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return TWIN_PREFIX if self.twin else ""
 
 
 class Trainer:
@@ -77,17 +84,31 @@ class Trainer:
         if whole_step:
             step = (self._captured_eager_step(model, optimizer) if captured
                     else self._whole_step(model, optimizer))
-        main = Variant("", forward_in(self.precision, device, forward), model, optimizer, step)
+        main = Variant(forward_in(self.precision, device, forward), model, optimizer, step)
         self.variants = [main]
         if twin is not None:
-            self.variants.append(Variant("eager_", forward_in(self.precision, device, twin),
-                                         twin, make_optimizer(twin.parameters(), cfg.train)))
+            self.variants.append(Variant(forward_in(self.precision, device, twin), twin,
+                                         make_optimizer(twin.parameters(), cfg.train),
+                                         twin=True))
+        # scope=epoch (_set_up_epoch_metrics): the eval forward with the epoch's metrics,
+        # compiled; on CUDA captured too, with where the step leaves its loss and the
+        # host buffer the metrics are copied to.
         self.metrics_step: Callable[[], Tensor] | None = None
+        self.captured_metrics: compilation.CapturedStep | None = None
+        self._last_loss: Tensor | None = None
+        self._host: Tensor | None = None
+        self._sizes: list[int] = []
         if self.whole_epoch:
             self._set_up_epoch_metrics(model)
         self.timers = {v.prefix: EpochTimer(device) for v in self.variants}
         self.batching = {"mode": "full"}
         self._epoch_of = self._full_batch_epoch
+        # train.batching=neighbor (_set_up_neighbor_batches): the graph as CSR for sampling,
+        # the batches, their padding buckets, and whether the next batch is prefetched.
+        self.csr: sampler.CSRGraph | None = None
+        self.batches: sampler.NeighborSampler | sampler.PygNeighborBatches | None = None
+        self.buckets: buckets.Buckets | None = None
+        self.prefetch = False
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
 
@@ -140,7 +161,6 @@ class Trainer:
         metrics = forward_in(self.precision, self.device, compilation.compile_function(
             functools.partial(steps.epoch_metrics, model, model, task, self.edge_index,
                               self.edge_weight), cfg.compiler))
-        self._last_loss: Tensor | None = None
         self.metrics_step = lambda: metrics(self._last_loss)
         if self.requested_cuda_graphs == "whole epoch":
             self.captured_metrics = compilation.CapturedStep(self.metrics_step)
@@ -178,7 +198,7 @@ class Trainer:
         return record
 
     def _full_batch_epoch(self, v: Variant) -> dict:
-        if self.metrics_step is not None and not v.prefix:
+        if self.metrics_step is not None and not v.twin:
             return self._whole_epoch(v)
         timer, task = self.timers[v.prefix], self.task
 

@@ -1,0 +1,123 @@
+"""The run's own config groups, declared once (conf/config.yaml holds their defaults): train,
+compiler, graph, wandb and the top-level keys. The model and dataset groups are declared
+beside the code they configure (a model's class, a dataset's loader), because a user's own
+class brings its own options; here they are open mappings, checked by their registries.
+
+Choices used elsewhere (`PRECISIONS`, `LAYOUTS`, compile `MODES`...) are read from these
+declarations, so a new choice is added in one place."""
+
+from __future__ import annotations
+
+import typing
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from gnnbench.config.errors import ConfigError, require
+from gnnbench.config.settings import Count, Device, Flag, Message, Real, Settings
+
+Batching = Literal["full", "neighbor"]
+Precision = Literal["fp32", "tf32", "bf16"]
+Layout = Literal["coo", "csr", "edge_index", "csr-op"]
+Sampler = Literal["auto", "gnnbench", "pyg"]
+Distributed = Literal["none", "ddp"]
+DistBackend = Literal["auto", "nccl", "gloo"]
+WandbMode = Literal["auto", "online", "offline", "disabled"]
+Mode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+# model: torch.compile(model); step: forward+loss and the optimizer step compiled (captured
+# as one CUDA graph under a CUDA-graph mode); epoch: the step and the eval forward with the
+# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch.
+Scope = Literal["model", "step", "epoch"]
+
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+LAYOUTS: tuple[str, ...] = typing.get_args(Layout)
+MODES: tuple[str, ...] = typing.get_args(Mode)
+SCOPES: tuple[str, ...] = typing.get_args(Scope)
+
+
+# Free text that the command line may type as a number (wandb.group=2024).
+Text = str | int | float
+
+
+def gpus_line(key: str, value: object) -> None:
+    """`gpus`: null (one job per GPU of this host) or a count."""
+    ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+    require(ok, f"{key}={value!r} is not an integer; it must be null (one job per GPU of this "
+                "host) or an integer >= 1")
+    raise ConfigError(f"{key}={value!r} must be null (one job per GPU of this host) or an "
+                      "integer >= 1")
+
+
+class Train(Settings):
+    epochs: Count(1)
+    warmup_epochs: Count(0)
+    seed: Count(0)
+    lr: Real(above=0)
+    weight_decay: Real(at_least=0)
+    device: Device
+    paired: Flag
+    precision: Precision
+    batching: Batching
+    fanouts: list  # one per layer: checked with model.num_layers (validate.py)
+    batch_size: Count(1)
+    sampler: Sampler
+    eval_chunk: Count(1)
+    distributed: Distributed
+    world_size: Count(1)
+    dist_backend: DistBackend
+    dist_timeout_s: Real(above=0)
+    prefetch: Flag
+    pad_batches: Flag
+
+    @model_validator(mode="after")
+    def _timed_epochs(self) -> Train:
+        require(self.warmup_epochs < self.epochs,
+                f"train.warmup_epochs={self.warmup_epochs!r} must be less than "
+                f"train.epochs={self.epochs} (the epochs after the warm-up are the ones timed)")
+        return self
+
+
+class Compiler(Settings):
+    """Checked whether or not `compile` is true, so a typo never waits for the day it is
+    switched on. `backend` is any name torch._dynamo.list_backends() gives: checked by
+    training/compilation.py, the only code that asks dynamo."""
+
+    mode: Mode
+    dynamic: Flag | None
+    fullgraph: Flag
+    backend: str
+    scope: Scope
+
+
+class Graph(Settings):
+    layout: Layout
+
+
+class Wandb(Settings):
+    mode: WandbMode
+    project: Text
+    entity: Text | None
+    group: Text | None
+    job_type: Text
+    tags: list[Text]
+    init_timeout_s: Real(above=0)
+
+
+class Run(Settings):
+    """The whole composed config. `model` and `dataset` are open here: their registries
+    check them against the model class's and the loader's own declarations."""
+
+    model: dict
+    dataset: dict
+    compile: Flag
+    compiler: Compiler
+    train: Train
+    graph: Graph
+    capture: Flag
+    wandb: Wandb
+    data_dir: str
+    data_mirror: str | None
+    reference_dirs: list[str]
+    rerun: Flag
+    # How many jobs hydra/launcher=gpu-pool runs at once; null: one per GPU of this host.
+    gpus: Annotated[Count(1) | None, Message(gpus_line)] = Field(default=None)
