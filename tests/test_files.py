@@ -83,3 +83,34 @@ def test_a_full_data_dir_is_one_line_and_no_partial_cache(tiny_disk, tmp_path):
     assert f"data_dir='{tiny_disk}' is not writable (No space left on device)" in line
     assert proc.stdout == ""
     assert leftovers(tiny_disk) == []
+
+
+def fill(disk: Path) -> None:
+    """Write until the disk says it is full (what the user did on purpose)."""
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == 28, exc
+
+
+@pytest.mark.parametrize(("mode", "key"), [([], "hydra.run.dir"),
+                                           (["-m", "train.seed=0,1"], "hydra.sweep.dir")])
+def test_a_full_output_disk_is_one_line_before_hydra_writes(tiny_disk, tmp_path, mode, key):
+    """Hydra would write `.hydra/config.yaml` (or `multirun.yaml`) empty and print a
+    traceback: the command says which folder and why, and leaves nothing in it."""
+    fill(tiny_disk)
+    folder = tiny_disk / "outputs" / "here"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", *mode, "train.epochs=2", "wandb.mode=disabled",
+         f"{key}={folder}"],
+        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"gnnbench: error: cannot write to the output folder {folder} "
+                           "(no space left on device")
+    assert line.endswith(f"choose a writable one with {key}=DIR")
+    assert sorted(p.name for p in tiny_disk.rglob("*")) == ["filler"]

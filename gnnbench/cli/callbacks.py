@@ -4,7 +4,9 @@ run in other processes hears of a signal the launching process receives."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from gnnbench.config import files
 from gnnbench.runner import interrupts
 
 # The sweep this process launched and has not finished: if its launcher fails (a worker
@@ -20,14 +23,30 @@ RUNNING_SWEEP: dict = {}
 
 
 def check_writable(folder: Path, key: str) -> None:
+    """Before Hydra writes anything there (`.hydra/*.yaml`, `multirun.yaml`): a folder that
+    cannot be written, or whose disk is full, is one line and exit 1, and no empty files or
+    folders of this run are left in it (Hydra would leave 0-byte YAML files and a traceback)."""
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(folder).free
+        if free < files.FULL_BELOW:
+            raise OSError(errno.ENOSPC, f"no space left on device: {free // 1024} KiB free")
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".gnnbench-probe.")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        print(f"gnnbench: error: cannot write to the output folder {folder} "
-              f"({exc.strerror or exc}); choose a writable one with {key}=DIR",
+        for made in created:  # innermost first; only the ones still empty
+            try:
+                made.rmdir()
+            except OSError:
+                break
+        full = exc.errno == errno.ENOSPC
+        cause = exc.strerror or str(exc)
+        if full and "free" not in cause:
+            cause = "no space left on device"
+        print(f"gnnbench: error: cannot write to the output folder {folder} ({cause}); "
+              f"{'free some space or ' if full else ''}choose a writable one with {key}=DIR",
               file=sys.stderr, flush=True)
         sys.exit(1)
 
