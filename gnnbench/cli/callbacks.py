@@ -14,12 +14,16 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from gnnbench.config import files
 from gnnbench.runner import interrupts
 
 # The sweep this process launched and has not finished: if its launcher fails (a worker
 # killed), the command line still writes its report and says how to resume.
 RUNNING_SWEEP: dict = {}
+
+
+# Hydra's own files of a run (`.hydra/*.yaml`) or of a sweep (`multirun.yaml`) take a few KiB;
+# less free space than this and Hydra would leave them empty: the disk is full.
+START_NEEDS = 64 << 10
 
 
 def check_writable(folder: Path, key: str) -> None:
@@ -30,7 +34,7 @@ def check_writable(folder: Path, key: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(folder).free
-        if free < files.FULL_BELOW:
+        if free < START_NEEDS:
             raise OSError(errno.ENOSPC, f"no space left on device: {free // 1024} KiB free")
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".gnnbench-probe.")
         os.close(fd)
