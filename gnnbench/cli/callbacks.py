@@ -16,11 +16,6 @@ from omegaconf import DictConfig
 
 from gnnbench.runner import interrupts
 
-# The sweep this process launched and has not finished: if its launcher fails (a worker
-# killed), the command line still writes its report and says how to resume.
-RUNNING_SWEEP: dict = {}
-
-
 # Hydra's own files of a run (`.hydra/*.yaml`) or of a sweep (`multirun.yaml`) take a few KiB;
 # less free space than this and Hydra would leave them empty: the disk is full.
 START_NEEDS = 64 << 10
@@ -102,7 +97,6 @@ class SweepSignals(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         root = Path(config.hydra.sweep.dir)
         interrupts.broadcast_to(root / interrupts.STOP_FILE)
-        RUNNING_SWEEP.update(dir=str(root.resolve()))
         gpus = config.get("gpus")
         if isinstance(gpus, int) and gpus > 1 and "n_jobs" in config.hydra.launcher:
             from gnnbench.config.compose import gpu_count
@@ -111,6 +105,3 @@ class SweepSignals(Callback):
                 print(f"gnnbench: warning: gpus={gpus} on a host without CUDA runs {gpus} "
                       "CPU jobs at once: their timings share the CPU cores",
                       file=sys.stderr, flush=True)
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
-        RUNNING_SWEEP.clear()

@@ -57,7 +57,8 @@ def skipped_record(cfg: DictConfig, holder: str) -> dict:
 
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
                    wandb_group: str | None = None, log_dir: Path | None = None,
-                   devices: list[torch.device] | None = None) -> dict | None:
+                   devices: list[torch.device] | None = None,
+                   live_progress: bool = True) -> dict | None:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
     same setting and seed found under `reference_dirs` whose own timing checks passed (the
@@ -65,7 +66,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     with its world_size 1 twin. `devices`: the ones leased for the run (a DDP run: one per
     rank); default: `train.device`. Returns None, recording nothing, in a DDP rank other
     than 0 started by torchrun or srun (rank 0 records the run). Bad input (a `ConfigError`:
-    a value, a dataset with no files) is recorded with `input_error` and not logged to W&B."""
+    a value, a dataset with no files) is recorded with `input_error` and not logged to W&B.
+    `live_progress=False`: plain progress lines even on a terminal (jobs side by side)."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
     record = schema.new_record(cfg)
@@ -86,7 +88,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             record["env"] = environment(device)
             with matmul_precision(cfg.train.get("precision", "fp32")), \
                     dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
-                loop.train_epochs(cfg, device, record, recorder)
+                loop.train_epochs(cfg, device, record, recorder, live_progress)
     except config.ConfigError as exc:  # bad input (a value, a missing dataset): the user's
         record["status"], record["reason"] = "error", str(exc)  # to fix; nothing trained
         record["input_error"] = True
