@@ -15,6 +15,7 @@ import shutil
 import struct
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from gnnbench.config import files
@@ -50,17 +51,10 @@ def _records(data: bytes) -> list[bytes]:
     return records
 
 
-def _ends_with_exit(data: bytes) -> bool:
-    from wandb.proto.wandb_internal_pb2 import Record
-
+def _ends_with_exit(data: bytes, record_type: Callable[[bytes], str | None]) -> bool:
     if data[:len(MAGIC)] != MAGIC:
         return False
-    for blob in reversed(_records(data)):
-        record = Record()
-        record.ParseFromString(blob)
-        if record.WhichOneof("record_type") == "exit":
-            return True
-    return False
+    return any(record_type(blob) == "exit" for blob in reversed(_records(data)))
 
 
 def _free(folder: Path) -> int | None:
@@ -70,17 +64,20 @@ def _free(folder: Path) -> int | None:
         return None
 
 
-def not_saved(run_dir: str | Path, wait_s: float = 10.0) -> str | None:
+def not_saved(run_dir: str | Path, record_type: Callable[[bytes], str | None],
+              wait_s: float = 10.0) -> str | None:
     """None when the offline run's log (in W&B's `run_dir`) holds the whole run; else why it
-    does not, for one line (a full disk: how much is free). `run.finish()` returns before
-    wandb-core has flushed the log: it is read again until its exit record is there, for up
-    to `wait_s` (a full disk, which will not take the rest: a few seconds)."""
+    does not, for one line (a full disk: how much is free). `record_type`: a record's kind
+    (W&B's own parser, from records/publish.py, the one module that imports wandb).
+    `run.finish()` returns before wandb-core has flushed the log: it is read again until its
+    exit record is there, for up to `wait_s` (a full disk, which will not take the rest: a
+    few seconds)."""
     logs = sorted(Path(run_dir).glob("run-*.wandb"))
     path = logs[0] if logs else Path(run_dir) / "run-*.wandb"
     started = time.monotonic()
     while True:
         try:
-            if _ends_with_exit(path.read_bytes()):
+            if _ends_with_exit(path.read_bytes(), record_type):
                 return None
             cause = None
         except OSError as exc:

@@ -135,10 +135,18 @@ def _no_log_tracebacks() -> Iterator[None]:
         logging.raiseExceptions = saved
 
 
+def _record_type(blob: bytes) -> str | None:
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    record = Record()
+    record.ParseFromString(blob)
+    return record.WhichOneof("record_type")
+
+
 def _offline_saved(local_dir: str, out_dir: Path) -> str | None:
     """`local_dir` if W&B really saved the offline run there (and how to upload it); else
     one line saying it did not and why, with its partial files removed (nothing to upload)."""
-    why = offline.not_saved(local_dir)
+    why = offline.not_saved(local_dir, _record_type)
     if why is None:
         print(upload_hint(local_dir))
         return local_dir
@@ -249,7 +257,7 @@ def publish_report(rows: list[dict], columns: list[str], settings: dict, root: P
             local_dir = str(run.settings.sync_dir)
         finally:
             run.finish()
-        why = offline.not_saved(local_dir) if mode == "offline" else None
+        why = offline.not_saved(local_dir, _record_type) if mode == "offline" else None
         if why is not None:
             shutil.rmtree(local_dir, ignore_errors=True)
             print(f"gnnbench: warning: W&B report run not saved in {local_dir} ({why}); "
