@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from support.fs import make_read_only
+from support.fs import read_only
 
 from gnnbench import config
 from gnnbench.records.model import Record
@@ -67,12 +68,13 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def read_only_mirror(tmp_path_factory, mirror) -> Path:
-    """A copy of the mirror with every write bit removed, as on a shared read-only mount."""
+def read_only_mirror(tmp_path_factory, mirror) -> Iterator[Path]:
+    """A copy of the mirror on a read-only mount (root cannot write it either), as on a
+    shared one."""
     root = tmp_path_factory.mktemp("mirror") / "planetoid"
     shutil.copytree(mirror, root)
-    make_read_only(root)
-    return root
+    with read_only(root):
+        yield root
 
 
 def make_config(overrides: list[str]):

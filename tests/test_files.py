@@ -85,3 +85,60 @@ def test_a_full_data_dir_is_one_line_and_no_partial_cache(tiny_disk, tmp_path):
     assert f"data_dir='{tiny_disk}' is not writable (No space left on device)" in line
     assert proc.stdout == ""
     assert leftovers(tiny_disk) == []
+
+
+def fill(disk: Path) -> None:
+    """Write until the disk says it is full (what the user did on purpose)."""
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == 28, exc
+
+
+@pytest.mark.parametrize(("mode", "key"), [([], "hydra.run.dir"),
+                                           (["-m", "train.seed=0,1"], "hydra.sweep.dir")])
+def test_a_full_output_disk_is_one_line_before_hydra_writes(tiny_disk, tmp_path, mode, key):
+    """Hydra would write `.hydra/config.yaml` (or `multirun.yaml`) empty and print a
+    traceback: the command says which folder and why, and leaves nothing in it."""
+    fill(tiny_disk)
+    folder = tiny_disk / "outputs" / "here"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", *mode, "train.epochs=2", "wandb.mode=disabled",
+         f"{key}={folder}"],
+        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"gnnbench: error: cannot write to the output folder {folder} "
+                           "(no space left on device")
+    assert line.endswith(f"choose a writable one with {key}=DIR")
+    assert sorted(p.name for p in tiny_disk.rglob("*")) == ["filler"]
+
+
+@pytest.mark.parametrize("free_kib", [0, 8])
+def test_wandb_on_a_full_disk_never_says_saved(tiny_disk, tmp_path, free_kib):
+    """The run's folder has room for its record; W&B's folder (`<run>/wandb`, here on the
+    full disk) does not: W&B's own `finish()` returns as if it saved the run (8 KiB free: an
+    empty run-<id>.wandb). One line says it was not saved and why; no logging tracebacks."""
+    with open(tiny_disk / "filler", "wb") as f:
+        f.write(b"\0" * (256 - free_kib) * 1024)
+    run = tmp_path / "run"
+    run.mkdir()
+    (tiny_disk / "wandb").mkdir()
+    (run / "wandb").symlink_to(tiny_disk / "wandb")
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", "train.epochs=2", "train.warmup_epochs=1",
+         "wandb.mode=offline", f"hydra.run.dir={run}"],
+        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]  # the run itself is measured and kept
+    assert "saved in" not in proc.stdout
+    assert "Logging error" not in proc.stderr and "Traceback" not in proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if "W&B" in x]
+    assert line.endswith(f"results.json in {run} is complete")
+    assert ("W&B offline run not saved in" in line and "no space left on device" in line
+            if free_kib else "W&B logging failed" in line and "No space left on device" in line)
+    assert json.loads((run / "results.json").read_text())["wandb_dir"] is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support.fs import make_read_only
+from support.fs import read_only
 from support.ogb_layout import write_ogb_raw
 
 from gnnbench.data.synthetic import generate_graph, random_split
@@ -22,8 +22,8 @@ def ogb_mirror(tmp_path_factory):
             edge_index = edge_index[:, edge_index[0] < edge_index[1]]
         write_ogb_raw(root, name, graph["x"], graph["y"], edge_index,
                       random_split(600, 0.5, 0.2, seed=1))
-    make_read_only(root)
-    return root
+    with read_only(root):  # root cannot write it either
+        yield root
 
 
 def test_arxiv_preset_runs_through_ogb(run, ogb_mirror, tmp_path):

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gnnbench.report import handoff
 
 
 def main() -> None:
@@ -38,27 +43,35 @@ def main() -> None:
         record_invalid_command(sys.argv[1:], str(exc))
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
-    from pathlib import Path
-
-    from gnnbench.cli import app, callbacks
+    from gnnbench.cli import app
+    from gnnbench.report import handoff
 
     _launch_dir_importable()
     _quiet_other_ranks()
     interrupts.install()
+    # Where the sweep's callbacks tell this process how the sweep went (report/handoff.py).
+    path = handoff.new_path()
+    sys.argv.append(f"{handoff.SETTING}='{path}'")
     try:
-        app.job()
-    except interrupts.Interrupted as exc:  # a second signal outside a run: stop now
-        if callbacks.RUNNING_SWEEP:  # its jobs ran in other processes: say what is left
-            app.stop_sweep(Path(callbacks.RUNNING_SWEEP["dir"]), f"{exc.args[0]}, twice",
-                           interrupts.exit_code(exc.signum))
-        print(f"gnnbench: stopped by {exc.args[0]}", file=sys.stderr)
-        sys.exit(interrupts.exit_code(exc.signum))
-    except SystemExit as exc:
-        if callbacks.RUNNING_SWEEP and exc.code:  # the launcher failed (a worker died)
-            app.stop_sweep(Path(callbacks.RUNNING_SWEEP["dir"]), "its launcher failed (above)",
-                           1)
-        raise
-    _exit_status()
+        try:
+            app.job()
+        except interrupts.Interrupted as exc:  # a second signal outside a run: stop now
+            sweep = handoff.read(path)
+            if sweep and sweep.running:  # its jobs ran in other processes: say what is left
+                app.stop_sweep(Path(sweep.dir), f"{exc.args[0]}, twice",
+                               interrupts.exit_code(exc.signum))
+            print(f"gnnbench: stopped by {exc.args[0]}", file=sys.stderr)
+            sys.exit(interrupts.exit_code(exc.signum))
+        except app.SweepStopped:  # said, with the resume hint
+            raise
+        except SystemExit as exc:
+            sweep = handoff.read(path)
+            if sweep and sweep.running and exc.code:  # the launcher failed (a worker died)
+                app.stop_sweep(Path(sweep.dir), "its launcher failed (above)", 1)
+            raise
+        _exit_status(handoff.read(path))
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _launch_dir_importable() -> None:
@@ -87,25 +100,28 @@ def _quiet_other_ranks() -> None:
     sys.argv += ["hydra.output_subdir=null", f"hydra.run.dir={scratch}"]
 
 
-def _exit_status() -> None:
-    """The exit status of a command, from the records of its sweep when there is one (its
-    jobs may have run in other processes): 128 + the signal that stopped it, 1 if a job
-    failed or left no record, else 0."""
-    from pathlib import Path
-
+def _exit_status(sweep: handoff.SweepOutcome | None) -> None:
+    """The exit status of a command that returned from Hydra, from the records of its sweep
+    when there is one (its jobs may have run in other processes; a single run that failed
+    has exited 1 already): 128 + the signal that stopped it, 1 if a job failed or left no
+    record, else 0."""
     from gnnbench.cli import app
-    from gnnbench.report import callback
     from gnnbench.runner import interrupts
 
-    sweep = callback.LAST_SWEEP
-    signum = interrupts.requested()
-    if sweep and signum is not None:  # the jobs heard it through the sweep's stop file
-        app.stop_sweep(Path(sweep["dir"]), interrupts.name(signum),
-                       interrupts.exit_code(signum), report=False)
-    if sweep.get("missing"):
-        print(f"gnnbench: error: {len(sweep['missing'])} job(s) of the sweep left no record "
-              "(listed in its report); to run them, run: "
-              f"{app.resume_command(Path(sweep['dir']))}", file=sys.stderr)
+    if sweep is None:
+        return
+    if sweep.running:  # its end could not be handed over (the hand-off file not written)
+        print(f"gnnbench: error: how the sweep in {sweep.dir} ended is unknown; its report "
+              "(report.md there) lists its jobs", file=sys.stderr)
         sys.exit(1)
-    if app.failed_runs or sweep.get("failed"):
+    signum = interrupts.requested()
+    if signum is not None:  # the jobs heard it through the sweep's stop file
+        app.stop_sweep(Path(sweep.dir), interrupts.name(signum), interrupts.exit_code(signum),
+                       report=False)
+    if sweep.missing:
+        print(f"gnnbench: error: {len(sweep.missing)} job(s) of the sweep left no record "
+              "(listed in its report); to run them, run: "
+              f"{app.resume_command(Path(sweep.dir))}", file=sys.stderr)
+        sys.exit(1)
+    if sweep.failed:
         sys.exit(1)

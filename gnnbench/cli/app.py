@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -18,14 +19,11 @@ from omegaconf import DictConfig, OmegaConf
 from gnnbench import config
 from gnnbench.records import identity, store
 from gnnbench.records.model import Record
-from gnnbench.runner import interrupts, progress
+from gnnbench.runner import interrupts
 
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 config.register_resolvers()
-# Runs of this process that did not end ok (a single run, or a sweep under the basic
-# launcher); a sweep's exit status is decided from its records (report.callback).
-failed_runs: list[str] = []
 
 
 def _skip_if_repeat(cfg: DictConfig, out_dir: Path, sweep_dir: Path) -> bool:
@@ -129,17 +127,21 @@ def _lease(cfg: DictConfig, out_dir: Path):
 
 
 def resume_command(sweep_dir: Path) -> str:
-    args = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
+    from gnnbench.report.handoff import SETTING
+
+    args = [a for a in sys.argv[1:] if not a.startswith(("hydra.sweep.dir=", f"{SETTING}="))]
     return shlex.join(["python", "-m", "gnnbench", *args, f"hydra.sweep.dir={sweep_dir}"])
 
 
-def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> None:
+class SweepStopped(SystemExit):
+    """A sweep ended early with its report and resume hint already given: said once."""
+
+
+def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> NoReturn:
     """End a sweep early and cleanly: a report of what finished (`report=False`: already
-    written), and how to resume."""
-    from gnnbench.cli.callbacks import RUNNING_SWEEP
+    written), and how to resume; raises SweepStopped(code)."""
     from gnnbench.report.cli import write_report
 
-    RUNNING_SWEEP.clear()  # said once, here
     print(f"gnnbench: sweep stopped: {why}; the jobs with records:", file=sys.stderr)
     for record in store.find([sweep_dir], warn=False):
         print(f"  {record.status:12s} {record.folder}", file=sys.stderr)
@@ -150,7 +152,7 @@ def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> Non
             print(f"gnnbench: error: the report could not be written either ({exc})",
                   file=sys.stderr)
     print(f"gnnbench: to resume, run: {resume_command(sweep_dir)}", file=sys.stderr, flush=True)
-    sys.exit(code)
+    raise SweepStopped(code)
 
 
 @hydra.main(config_path=str(config.CONF_DIR), config_name="config", version_base=None)
@@ -169,7 +171,6 @@ def job(cfg: DictConfig) -> None:
     if elsewhere:
         interrupts.install()  # this process's own Ctrl-C/SIGTERM: finish the epoch, record
         interrupts.follow(sweep_dir / interrupts.STOP_FILE)
-        progress.LIVE = False  # jobs side by side: plain progress lines, no live bars
     signum = interrupts.requested()
     if signum is not None:  # a signal arrived between jobs: start no more
         if elsewhere:
@@ -194,7 +195,9 @@ def job(cfg: DictConfig) -> None:
     try:
         with notes_to_log():
             result = run_experiment(cfg, out_dir, reference_dirs=search, wandb_group=group,
-                                    log_dir=sweep_dir, devices=lease.devices if lease else None)
+                                    log_dir=sweep_dir, devices=lease.devices if lease else None,
+                                    # jobs side by side: plain progress lines, no live bars
+                                    live_progress=not elsewhere)
     except store.WriteError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
         if elsewhere:  # the sweep's end lists the job as having no record, and exits 1
@@ -209,10 +212,13 @@ def job(cfg: DictConfig) -> None:
         from gnnbench.runner import distributed
 
         distributed.exit_rank(0)
+    # A single run that did not end ok exits 1 here; a sweep's exit status comes from its
+    # records (report/handoff.py), wherever its jobs ran.
     if result.input_error:  # like a command that cannot be composed: one line
-        failed_runs.append(result.name)
         where = f"{out_dir.name}: " if sweeping else ""
         print(f"gnnbench: error: {where}{result.reason}", file=sys.stderr, flush=True)
+        if not sweeping:
+            sys.exit(1)
         return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result.status == "interrupted":
@@ -227,7 +233,6 @@ def job(cfg: DictConfig) -> None:
         print(f"gnnbench: {result.reason}; results: {out_dir / 'results.json'}",
               file=sys.stderr)
         sys.exit(interrupts.exit_code(signum))
-    if result.status != "ok":
-        failed_runs.append(result.name)
-        if not sweeping:
-            print(f"gnnbench: error: {result.reason}", file=sys.stderr)
+    if result.status != "ok" and not sweeping:
+        print(f"gnnbench: error: {result.reason}", file=sys.stderr)
+        sys.exit(1)

@@ -4,7 +4,9 @@ run in other processes hears of a signal the launching process receives."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,20 +16,36 @@ from omegaconf import DictConfig
 
 from gnnbench.runner import interrupts
 
-# The sweep this process launched and has not finished: if its launcher fails (a worker
-# killed), the command line still writes its report and says how to resume.
-RUNNING_SWEEP: dict = {}
+# Hydra's own files of a run (`.hydra/*.yaml`) or of a sweep (`multirun.yaml`) take a few KiB;
+# less free space than this and Hydra would leave them empty: the disk is full.
+START_NEEDS = 64 << 10
 
 
 def check_writable(folder: Path, key: str) -> None:
+    """Before Hydra writes anything there (`.hydra/*.yaml`, `multirun.yaml`): a folder that
+    cannot be written, or whose disk is full, is one line and exit 1, and no empty files or
+    folders of this run are left in it (Hydra would leave 0-byte YAML files and a traceback)."""
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(folder).free
+        if free < START_NEEDS:
+            raise OSError(errno.ENOSPC, f"no space left on device: {free // 1024} KiB free")
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".gnnbench-probe.")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        print(f"gnnbench: error: cannot write to the output folder {folder} "
-              f"({exc.strerror or exc}); choose a writable one with {key}=DIR",
+        for made in created:  # innermost first; only the ones still empty
+            try:
+                made.rmdir()
+            except OSError:
+                break
+        full = exc.errno == errno.ENOSPC
+        cause = exc.strerror or str(exc)
+        if full and "free" not in cause:
+            cause = "no space left on device"
+        print(f"gnnbench: error: cannot write to the output folder {folder} ({cause}); "
+              f"{'free some space or ' if full else ''}choose a writable one with {key}=DIR",
               file=sys.stderr, flush=True)
         sys.exit(1)
 
@@ -79,7 +97,6 @@ class SweepSignals(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         root = Path(config.hydra.sweep.dir)
         interrupts.broadcast_to(root / interrupts.STOP_FILE)
-        RUNNING_SWEEP.update(dir=str(root.resolve()))
         gpus = config.get("gpus")
         if isinstance(gpus, int) and gpus > 1 and "n_jobs" in config.hydra.launcher:
             from gnnbench.config.compose import gpu_count
@@ -88,6 +105,3 @@ class SweepSignals(Callback):
                 print(f"gnnbench: warning: gpus={gpus} on a host without CUDA runs {gpus} "
                       "CPU jobs at once: their timings share the CPU cores",
                       file=sys.stderr, flush=True)
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
-        RUNNING_SWEEP.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gnnbench.config import first_line, variant_slug
+from gnnbench.records import offline
 from gnnbench.records.model import Accuracy, Record, Spread, Timing, WandbSettings
 
 # W&B is driven only after the last timed epoch: its background service then cannot steal
@@ -130,11 +132,49 @@ def upload_hint(local_dir: str) -> str:
     return f"W&B offline run saved in {local_dir}; upload it with: wandb sync {local_dir}"
 
 
+@contextlib.contextmanager
+def _no_log_tracebacks() -> Iterator[None]:
+    """W&B's own log files on a full disk: their write errors are not printed as pages of
+    '--- Logging error ---' tracebacks (the one line gnnbench prints says what failed)."""
+    saved, logging.raiseExceptions = logging.raiseExceptions, False
+    try:
+        yield
+    finally:
+        logging.raiseExceptions = saved
+
+
+def _record_type(blob: bytes) -> str | None:
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    record = Record()
+    record.ParseFromString(blob)
+    return record.WhichOneof("record_type")
+
+
+def _offline_saved(local_dir: str, out_dir: Path) -> str | None:
+    """`local_dir` if W&B really saved the offline run there (and how to upload it); else
+    one line saying it did not and why, with its partial files removed (nothing to upload)."""
+    why = offline.not_saved(local_dir, _record_type)
+    if why is None:
+        print(upload_hint(local_dir))
+        return local_dir
+    shutil.rmtree(local_dir, ignore_errors=True)
+    print(f"gnnbench: warning: W&B offline run not saved in {local_dir} ({why}; its partial "
+          f"files are removed); results.json in {out_dir} is complete", file=sys.stderr)
+    return None
+
+
 def publish_to_wandb(result: Record, out_dir: Path, group: str,
                      log_dir: Path | None = None) -> str | None:
     """Log one finished run to W&B; returns the local run directory, or None when disabled
     or when W&B failed (after one warning on stderr). `log_dir`: where W&B's own service log
     goes if this run starts the service (a sweep's folder; default: the run's)."""
+    with _no_log_tracebacks():
+        return _publish_run(result, out_dir, group, log_dir)
+
+
+def _publish_run(result: Record, out_dir: Path, group: str,
+                 log_dir: Path | None) -> str | None:
     cfg, settings = result.config, result.config.wandb
     mode = wandb_mode(settings.mode)
     if mode == "disabled":
@@ -191,7 +231,7 @@ def publish_to_wandb(result: Record, out_dir: Path, group: str,
         finally:
             run.finish(exit_code=0 if result.status == "ok" else 1)
         if mode == "offline" and local_dir:
-            print(upload_hint(local_dir))
+            return _offline_saved(local_dir, out_dir)
         return local_dir
     except Exception as exc:  # W&B must never cost a result
         print(f"gnnbench: warning: W&B logging failed ({first_line(exc, typed=True)}); "
@@ -226,6 +266,12 @@ def publish_report(rows: list[dict], columns: list[str], settings: WandbSettings
             local_dir = str(run.settings.sync_dir)
         finally:
             run.finish()
+        why = offline.not_saved(local_dir, _record_type) if mode == "offline" else None
+        if why is not None:
+            shutil.rmtree(local_dir, ignore_errors=True)
+            print(f"gnnbench: warning: W&B report run not saved in {local_dir} ({why}); "
+                  f"report files in {root} are complete", file=sys.stderr)
+            return None
         return local_dir if mode == "offline" else None
     except Exception as exc:
         print(f"gnnbench: warning: W&B report logging failed ({type(exc).__name__}); "

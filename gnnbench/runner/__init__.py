@@ -74,7 +74,8 @@ def _overrides() -> list[str]:
 
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
                    wandb_group: str | None = None, log_dir: Path | None = None,
-                   devices: list[torch.device] | None = None) -> Record | CommandRecord | None:
+                   devices: list[torch.device] | None = None,
+                   live_progress: bool = True) -> Record | CommandRecord | None:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
     same setting and seed found under `reference_dirs` whose own timing checks passed (the
@@ -83,7 +84,8 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     rank); default: `train.device`. Returns None, recording nothing, in a DDP rank other
     than 0 started by torchrun or srun (rank 0 records the run). Bad input (a `ConfigError`:
     a value, a dataset with no files) is recorded with `input_error` and not logged to W&B;
-    a value of a type no run's record holds (compile=maybe) as a command that could not run."""
+    a value of a type no run's record holds (compile=maybe) as a command that could not run.
+    `live_progress=False`: plain progress lines even on a terminal (jobs side by side)."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
     try:
@@ -112,7 +114,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             record.env = environment(device)
             with matmul_precision(cfg.train.get("precision", "fp32")), \
                     dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
-                loop.train_epochs(cfg, device, record, recorder)
+                loop.train_epochs(cfg, device, record, recorder, live_progress)
     except config.ConfigError as exc:  # bad input (a value, a missing dataset): the user's
         record.status, record.reason = "error", str(exc)  # to fix; nothing trained
         record.input_error = True

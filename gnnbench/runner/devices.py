@@ -3,17 +3,18 @@ share a GPU: jobs run by a launcher in other processes (the GPU pool, submitit) 
 lease before they touch CUDA and keep it until they end; a job that finds every GPU taken
 waits for one to free.
 
-A lease is an advisory lock (flock) on a file named after the GPU's UUID in a folder shared
-by every process of the host (`$GNNBENCH_LEASE_DIR`, else `<tmp>/gnnbench-leases`): the same
-GPU has the same name whatever CUDA_VISIBLE_DEVICES a process got, and the kernel drops the
-lock when its process ends, however it ends, so a killed job never leaves a GPU locked. A
+A lease is a `filelock` lock (the package gnnbench locks every shared file with) on a file
+named after the GPU's UUID in a folder shared by every process of the host
+(`$GNNBENCH_LEASE_DIR`, else `<tmp>/gnnbench-leases`): the same GPU has the same name whatever
+CUDA_VISIBLE_DEVICES a process got. The lock is the kernel's (flock), never filelock's soft
+fallback (a file that a killed process would leave behind): the kernel drops it when its
+process ends, however it ends, so a killed job never leaves a GPU locked. A
 host without CUDA has CPU slots instead (how many: `gpus`, else one): one timed CPU job at a
 time unless the user says otherwise.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import platform
 import tempfile
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from filelock import FileLock, Timeout
 
 from gnnbench.config import files
 from gnnbench.measure.environment import gpu_uuid
@@ -51,12 +53,12 @@ class Lease:
 
     devices: list[torch.device]
     slots: list[str]
-    _files: list[int] = field(default_factory=list, repr=False)
+    _locks: list[FileLock] = field(default_factory=list, repr=False)
 
     def release(self) -> None:
-        for fd in self._files:
-            os.close(fd)  # closing the descriptor drops its flock
-        self._files.clear()
+        for lock in self._locks:
+            lock.release()
+        self._locks.clear()
 
     def __enter__(self) -> Lease:
         return self
@@ -65,14 +67,16 @@ class Lease:
         self.release()
 
 
-def _try_lock(folder: Path, slot: str) -> int | None:
-    fd = os.open(folder / f"{slot}.lock", os.O_RDONLY | os.O_CREAT, 0o644)
+def _try_lock(folder: Path, slot: str) -> FileLock | None:
+    """The slot's lock if it is free now. Not thread-local (a job's lease is released by
+    whichever thread ends it); a filesystem without flock is an error, not a soft lock."""
+    lock = FileLock(folder / f"{slot}.lock", timeout=0, thread_local=False,
+                    fallback_to_soft=False)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+        lock.acquire()
+    except Timeout:
         return None
-    return fd
+    return lock
 
 
 def _holder(folder: Path, slot: str) -> str:
@@ -117,11 +121,11 @@ def lease(device: torch.device, count: int, holder: str, *, cpu_slots: int = 1,
     order = sorted(options, key=lambda slot: slot not in _last)  # stable: visible order
     waited = False
     while True:
-        taken: list[tuple[str, int]] = []
+        taken: list[tuple[str, FileLock]] = []
         for slot in order:
-            fd = _try_lock(folder, slot)
-            if fd is not None:
-                taken.append((slot, fd))
+            lock = _try_lock(folder, slot)
+            if lock is not None:
+                taken.append((slot, lock))
                 if len(taken) == wanted:
                     break
         if len(taken) == wanted:
@@ -131,9 +135,9 @@ def lease(device: torch.device, count: int, holder: str, *, cpu_slots: int = 1,
             _last[:] = slots
             if waited:
                 say(f"gnnbench: {holder}: got {', '.join(map(str, (options[s] for s in slots)))}")
-            return Lease([options[s] for s in slots], slots, [fd for _, fd in taken])
-        for _, fd in taken:  # all or none: never sit on some GPUs waiting for more
-            os.close(fd)
+            return Lease([options[s] for s in slots], slots, [lock for _, lock in taken])
+        for _, lock in taken:  # all or none: never sit on some GPUs waiting for more
+            lock.release()
         if not waited:
             busy = "; ".join(f"{options[s]}: {_holder(folder, s)}" for s in order)
             say(f"gnnbench: {holder} waits for {wanted} free "

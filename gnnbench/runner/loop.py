@@ -55,7 +55,7 @@ def make_trainer(cfg: DictConfig, task: data.Task, device: torch.device) -> Trai
 
 
 def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
-                 recorder: dynamo.DynamoRecorder | None) -> None:
+                 recorder: dynamo.DynamoRecorder | None, live_progress: bool = True) -> None:
     """Load the data, build the trainer and train epoch by epoch into `record`. Every
     decision to stop early (a signal, a non-finite loss) is one that all ranks of a DDP run
     take at the same epoch (`Trainer.agree`)."""
@@ -65,7 +65,8 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
     trainer = make_trainer(cfg, task, device)
     record.batching, record.graph = trainer.batching, trainer.graph
     memory.reset_peak(device)
-    progress = Progress(cfg.train.epochs, label=record.name, enabled=trainer.is_main)
+    progress = Progress(cfg.train.epochs, label=record.name, enabled=trainer.is_main,
+                        live=live_progress)
     epochs = record.epochs
     machine_before = stability.machine_state(device)
     try:

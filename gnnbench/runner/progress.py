@@ -6,16 +6,16 @@ import sys
 
 from gnnbench.records.model import Epoch
 
-# False where jobs run side by side on one terminal (the GPU pool): plain lines, no live bars.
-LIVE = True
-
 
 class Progress:
-    def __init__(self, total: int, label: str, enabled: bool = True) -> None:
-        """`enabled=False`: nothing at all (the ranks of a DDP run other than rank 0)."""
+    def __init__(self, total: int, label: str, enabled: bool = True,
+                 live: bool = True) -> None:
+        """`enabled=False`: nothing at all (the ranks of a DDP run other than rank 0);
+        `live=False`: plain lines even on a terminal, where jobs run side by side on one
+        (the GPU pool)."""
         self.total, self.label, self.enabled = total, label, enabled
         self.bar = None
-        if enabled and LIVE and sys.stderr.isatty():
+        if enabled and live and sys.stderr.isatty():
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=label, unit="epoch", leave=False)
