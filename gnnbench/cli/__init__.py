@@ -40,8 +40,9 @@ def main() -> None:
         sys.exit(1)
     from pathlib import Path
 
-    from gnnbench.cli import app, callbacks
+    from gnnbench.cli import app, callbacks, sweep_check
 
+    sweep_check.install()  # a sweep's first job within seconds, whatever its size
     _launch_dir_importable()
     _quiet_other_ranks()
     interrupts.install()

@@ -9,7 +9,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gnnbench.records import store, sweep
-from gnnbench.report.cli import write_report
 
 # Set by on_multirun_end, read by the CLI to choose its exit status: the jobs' outcomes come
 # from their records on disk, since a launcher may have run them in other processes.
@@ -18,6 +17,9 @@ LAST_SWEEP: dict = {}
 
 class SweepReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        # Here, not at the top: matplotlib's import would delay every sweep's first job.
+        from gnnbench.report.cli import write_report
+
         root = Path(config.hydra.sweep.dir)
         write_report([root])
         records = store.find([root], warn=False)
