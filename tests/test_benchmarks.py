@@ -57,6 +57,16 @@ def test_the_sampler_compares_dedup_choices_with_a_ratio_ci(tmp_path):
     assert name == "mark_vs_unique" and number(ratio["ratio"]) and interval(ratio["ci95"])
 
 
+def test_scale_times_a_sweeps_first_job_and_a_report_over_generated_records(tmp_path):
+    out = bench(tmp_path, "scale")
+    assert out["command"].startswith("python -m gnnbench.benchmarks.scale --tiny")
+    [first] = out["first_job"]
+    assert first["seeds"] == 20 and number(first["seconds"]) and number(first["load_1min"])
+    [report] = out["report"]
+    assert report["records"] == 4 and number(report["seconds"])
+    assert number(report["ms_per_record"])
+
+
 @pytest.mark.slow
 def test_overhead_compares_a_bare_loop_with_the_runner(tmp_path):
     out = bench(tmp_path, "overhead")

@@ -43,9 +43,10 @@ def main() -> None:
         record_invalid_command(sys.argv[1:], str(exc))
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
-    from gnnbench.cli import app
+    from gnnbench.cli import app, sweep_check
     from gnnbench.report import handoff
 
+    sweep_check.install()  # a sweep's first job within seconds, whatever its size
     _launch_dir_importable()
     _quiet_other_ranks()
     interrupts.install()

@@ -9,6 +9,7 @@ least) its overrides, so a job re-run into another folder still counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,6 +27,27 @@ def _key(override: str) -> str:
 
 def _measured(overrides: list[str]) -> frozenset[str]:
     return frozenset(o for o in overrides if _key(o).split(".")[0] not in NOT_MEASURED)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _runs_with(jobs: dict[Path, frozenset[str]]) -> Callable[[frozenset[str]], list[Path]]:
+    """`ran(wanted)`: the job folders that ran with at least the overrides `wanted`, found
+    through an index of override -> folders (a sweep's jobs each checked against every
+    folder made a report over 2,000 records quadratic)."""
+    index: dict[str, set[Path]] = {}
+    for folder, overrides in jobs.items():
+        for override in overrides:
+            index.setdefault(override, set()).add(folder)
+
+    def ran(wanted: frozenset[str]) -> list[Path]:
+        if not wanted:
+            return list(jobs)
+        fewest = min((index.get(o, set()) for o in wanted), key=len)
+        return [d for d in fewest if wanted <= jobs[d]]
+
+    return ran
 
 
 def planned_jobs(multirun: Path) -> list[list[str]] | None:
@@ -53,8 +75,8 @@ def _job_overrides(folders: list[Path]) -> dict[Path, frozenset[str]]:
     for folder in folders:
         for path in [*folder.rglob(".hydra/overrides.yaml"), *folder.rglob("overrides.yaml")]:
             job_dir = path.parent.parent if path.parent.name == ".hydra" else path.parent
-            if job_dir not in found:
-                found[job_dir] = _measured(yaml.safe_load(path.read_text()) or [])
+            if job_dir not in found:  # libyaml's loader where built: thousands of jobs
+                found[job_dir] = _measured(yaml.load(path.read_text(), Loader=_LOADER) or [])
     return found
 
 
@@ -72,6 +94,7 @@ def progress(folders: list[Path], records: list[Record]) -> list[Progress]:
     """One entry per sweep folder under `folders` whose jobs are known."""
     by_dir = {Path(r.folder).resolve(): r for r in records}
     jobs = {d.resolve(): o for d, o in _job_overrides(folders).items()}
+    runs_with = _runs_with(jobs)
     out = []
     for folder in folders:
         for multirun in sorted(Path(folder).rglob("multirun.yaml")):
@@ -81,7 +104,7 @@ def progress(folders: list[Path], records: list[Record]) -> list[Progress]:
             missing, interrupted = [], []
             for num, overrides in enumerate(planned):
                 wanted = _measured(overrides)
-                ran = [d for d, o in jobs.items() if wanted <= o]
+                ran = runs_with(wanted)
                 done = [by_dir[d] for d in ran if d in by_dir]
                 if any(r.status != "interrupted" for r in done):
                     continue

@@ -11,7 +11,6 @@ from omegaconf import DictConfig
 
 from gnnbench.records import store, sweep
 from gnnbench.report import handoff as handoff_file
-from gnnbench.report.cli import write_report
 
 
 class SweepReport(Callback):
@@ -24,6 +23,9 @@ class SweepReport(Callback):
         handoff_file.write(self.handoff, handoff_file.SweepOutcome(dir=str(root)))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        # Here, not at the top: matplotlib's import would delay every sweep's first job.
+        from gnnbench.report.cli import write_report
+
         root = Path(config.hydra.sweep.dir)
         write_report([root])
         # The jobs' outcomes come from their records on disk, since a launcher may have run
