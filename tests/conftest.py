@@ -44,7 +44,21 @@ def pytest_configure(config):  # noqa: ARG001 - pytest's signature
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
+# Files whose module-scoped fixture is keyed by the test's own parameter (nothing shared):
+# their tests spread over the workers like any other.
+SPREAD = {"test_pyg_models"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature
+    """Under pytest-xdist (--dist loadgroup) the tests of a file that share a module-scoped
+    fixture (a sweep, a trained model) stay on one worker, which makes it once; the rest
+    spread one test at a time. Without CUDA, `gpu` tests skip."""
+    for item in items:
+        module = item.module.__name__ if getattr(item, "module", None) else ""
+        scopes = {d[-1].scope for d in item._fixtureinfo.name2fixturedefs.values() if d}
+        if "module" in scopes and module not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(module))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
