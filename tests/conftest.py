@@ -3,6 +3,7 @@ Hydra from conf/ exactly as the CLI composes them, and one run helper."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -50,21 +51,55 @@ SPREAD = {"test_pyg_models"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature
+def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (--dist loadgroup) the tests of a file that share a module-scoped
     fixture (a sweep, a trained model) stay on one worker, which makes it once; the rest
-    spread one test at a time. Without CUDA, `gpu` tests skip."""
+    spread one test at a time, `slow` ones first: the workers hand out tests in this order,
+    and long tests started last would leave one worker running alone at the end (the
+    suite's wall time on CI's two cores). Without CUDA, `gpu` tests skip."""
     for item in items:
         module = item.module.__name__ if getattr(item, "module", None) else ""
-        scopes = {d[-1].scope for d in item._fixtureinfo.name2fixturedefs.values() if d}
-        if "module" in scopes and module not in SPREAD:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if "module" in {d[-1].scope for d in defs if d} and module not in SPREAD:
             item.add_marker(pytest.mark.xdist_group(module))
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no":
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # not keywords: "gpu" may be an id
             item.add_marker(skip)
+
+
+# The tiers mean what they say: a test that calls torch.compile in this process (gnnbench's
+# runner or the test itself, any backend) must be marked `slow`, so that
+# `pytest -m "not slow"` stays a quick loop. Commands run in subprocesses are not seen here.
+_COMPILE_CALLS: list[str] = []
+
+
+def _counting(compile_fn):
+    @functools.wraps(compile_fn)
+    def counted(*args, **kwargs):
+        _COMPILE_CALLS.append(repr(args[0]) if args else "a decorator")
+        return compile_fn(*args, **kwargs)
+
+    return counted
+
+
+torch.compile = _counting(torch.compile)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Fails a test outside the `slow` tier that called torch.compile."""
+    _COMPILE_CALLS.clear()
+    result = yield
+    if _COMPILE_CALLS and item.get_closest_marker("slow") is None:
+        pytest.fail(f"called torch.compile ({_COMPILE_CALLS[0][:80]}): mark it "
+                    "@pytest.mark.slow", pytrace=False)
+    return result
 
 
 @pytest.fixture(scope="session")
