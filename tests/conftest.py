@@ -3,6 +3,7 @@ Hydra from conf/ exactly as the CLI composes them, and one run helper."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -46,13 +47,64 @@ def pytest_configure(config):  # noqa: ARG001 - pytest's signature
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's signature
+# Files whose module-scoped fixture is a cache of runs that the tests hardly share: their
+# tests spread over the workers like any other. test_pyg_models: keyed by the test's own
+# model. test_matrix: only the two layout tests share one 60-epoch Cora run; kept on one
+# worker, GAT, GIN and the layouts were the suite's longest unit (415 + 192 + 122 s of
+# 865 s measured on a loaded 2-core machine).
+SPREAD = {"test_pyg_models", "test_matrix"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (--dist loadgroup) the tests of a file that share a module-scoped
+    fixture (a sweep, a trained model) stay on one worker, which makes it once; the rest
+    spread one test at a time, `slow` ones first: the workers hand out tests in this order,
+    and long tests started last would leave one worker running alone at the end (the
+    suite's wall time on CI's two cores). Without CUDA, `gpu` tests skip."""
+    for item in items:
+        module = item.module.__name__ if getattr(item, "module", None) else ""
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if "module" in {d[-1].scope for d in defs if d} and module not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(module))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker sorts alike: a stable sort
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # not keywords: "gpu" may be an id
             item.add_marker(skip)
+
+
+# The tiers mean what they say: a test that calls torch.compile in this process (gnnbench's
+# runner or the test itself, any backend) must be marked `slow`, so that
+# `pytest -m "not slow"` stays a quick loop. Commands run in subprocesses are not seen here.
+_COMPILE_CALLS: list[str] = []
+
+
+def _counting(compile_fn):
+    @functools.wraps(compile_fn)
+    def counted(*args, **kwargs):
+        _COMPILE_CALLS.append(repr(args[0]) if args else "a decorator")
+        return compile_fn(*args, **kwargs)
+
+    return counted
+
+
+torch.compile = _counting(torch.compile)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Fails a test outside the `slow` tier that called torch.compile."""
+    _COMPILE_CALLS.clear()
+    result = yield
+    if _COMPILE_CALLS and item.get_closest_marker("slow") is None:
+        pytest.fail(f"called torch.compile ({_COMPILE_CALLS[0][:80]}): mark it "
+                    "@pytest.mark.slow", pytrace=False)
+    return result
 
 
 @pytest.fixture(scope="session")

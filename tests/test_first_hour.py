@@ -179,6 +179,7 @@ def test_runs_and_sweeps_leave_no_noise_and_no_stray_files(tmp_path):
     assert f"upload it with: wandb sync {offline}" in report.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_summary_names_expected_graph_breaks(run):
     """Issue point 3: the whole step's two graph breaks are torch.optim's, and the console
     says so instead of repeating dynamo's advice to remove them."""
@@ -201,6 +202,7 @@ def answer_line(summary: str) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_a_paired_run_says_why_it_has_no_whole_epoch_speedup(run, tmp_path, data_dir):
     """An unpaired compiled run quotes a whole-epoch speedup; a paired one cannot (both
     models train in each epoch), and says so on the console and in the report instead of

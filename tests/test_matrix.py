@@ -65,6 +65,7 @@ def test_gin_learns_cora_and_compiles_alike(cora_runs):
     assert compiled.compile.graph_breaks == 0
 
 
+@pytest.mark.slow
 def test_gin_learns_a_power_law_graph_with_the_arxiv_size_preset(run):
     """Sum aggregation over hubs: GIN with the arxiv-size regime (batch norm) gets batch norm
     inside its MLPs too, and learns; with a plain MLP it stays near chance on the same graph
@@ -113,6 +114,7 @@ def test_committed_gin_records_keep_their_setting_after_mlp_norm():
     assert not gcn.config.model.has("mlp_norm")
 
 
+@pytest.mark.slow
 def test_bf16_runs_on_cpu_and_records_its_precision(run):
     result = run("train.precision=bf16", "train.epochs=20", "train.warmup_epochs=2")
     assert result.status == "ok", result.reason
@@ -120,6 +122,7 @@ def test_bf16_runs_on_cpu_and_records_its_precision(run):
     assert result.accuracy.test_at_best_val > 0.5  # still learns (chance: 1/7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["csr", "edge_index"])
 def test_each_layout_learns_what_coo_learns(cora_runs, layout):
     coo = cora_runs("train.epochs=60")

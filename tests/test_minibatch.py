@@ -8,6 +8,7 @@ MINI = ("model=sage", "dataset.train_per_class=100", "train.batching=neighbor",
         "wandb.mode=disabled")
 
 
+@pytest.mark.slow
 def test_eager_minibatch_learns_and_splits_its_time(run):
     result = run(*MINI, "train.epochs=30", "train.warmup_epochs=2")
     assert result.status == "ok", result.reason
@@ -33,6 +34,7 @@ def test_dynamic_shapes_compile_once(run):
     assert result.compile.recompiles == result.epochs[0].recompiles
 
 
+@pytest.mark.slow
 def test_whole_step_compiles_once_over_changing_batch_shapes(run):
     """scope=step on mini-batches: forward+loss and Adam compiled, dynamic shapes, no
     CUDA graph (a batch's shape changes every batch, so a capture could not be replayed)."""

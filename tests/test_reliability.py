@@ -294,7 +294,7 @@ def test_the_report_skips_an_unreadable_record_and_names_it(run_in, tmp_path, ca
 
 def test_the_same_seed_trains_the_same_on_cpu(run_in):
     """Two runs of one seed on the CPU: the same losses and accuracies, epoch by epoch."""
-    first, second = run_in("train.epochs=15"), run_in("train.epochs=15")
+    first, second = run_in("train.epochs=5"), run_in("train.epochs=5")
     for key in ("loss", "train_acc", "val_acc", "test_acc"):
         assert [getattr(r, key) for r in first.epochs] == [getattr(r, key) for r in second.epochs]
     assert first.accuracy == second.accuracy
