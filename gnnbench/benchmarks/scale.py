@@ -36,6 +36,8 @@ import yaml
 
 from gnnbench import config
 from gnnbench.records import sweep
+from gnnbench.records.model import parse
+from gnnbench.records.schema import SCHEMA_VERSION
 
 SOURCE = Path(config.project_dir()) / "results" / "h200-own-gnn" / "cora"
 TINY = {"seeds": "20", "records": "4", "repeats": 1, "models": "gcn"}
@@ -55,7 +57,8 @@ def make_records(out: Path, n: int, source: Path = SOURCE,
     """A sweep folder at `out` holding at least `n` records: `source`'s sweep with its seed
     list replaced by range(K), K the fewest seeds that give `n` (`models`: its model list
     too); every job's record is its setting's record from `source` with the seed, name and
-    start time of the new job. Returns how many records were written."""
+    start time of the new job, read and written as today's records. Returns how many
+    records were written."""
     multirun = _load(source / "multirun.yaml")
     task = [o for o in multirun["hydra"]["overrides"]["task"]
             if not o.startswith("train.seed=") and not (models and o.startswith("model="))]
@@ -65,7 +68,9 @@ def make_records(out: Path, n: int, source: Path = SOURCE,
         if (job / "results.json").is_file():
             overrides = _seedless(_load(job / ".hydra" / "overrides.yaml"))
             if not models or any(f"model={m}" in overrides for m in models):
-                templates.setdefault(overrides, json.loads((job / "results.json").read_text()))
+                # As today's gnnbench writes it: a sweep made now holds today's schema.
+                today = parse(json.loads((job / "results.json").read_text())).dump()
+                templates.setdefault(overrides, {**today, "schema_version": SCHEMA_VERSION})
     seeds = math.ceil(n / len(templates))
     multirun["hydra"]["overrides"]["task"] = [*task, f"train.seed=range({seeds})"]
     out.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,8 @@ def is_foreign(target: object) -> bool:
         return False
     if not isinstance(target, str):
         return True
+    if target.startswith("torch_geometric."):  # PyG's own classes: no need to import PyG
+        return True  # (seconds) to know they are not subclasses of gnnbench's model base
     if target not in _NATIVE:
         try:
             from hydra.utils import get_class

@@ -20,7 +20,7 @@ import statistics
 from gnnbench.measure import stability
 from gnnbench.measure.stats import measurable, per_run_ratios, run_speedup
 from gnnbench.records import identity
-from gnnbench.records.model import Comparison, Record, Scaling, Speedup, Verdict
+from gnnbench.records.model import Comparison, Epoch, Record, Scaling, Speedup, Verdict
 
 MEASURES = {"train": "train_s", "inference": "eval_s", "epoch": "epoch_wall_s"}
 # A reference run that started this much earlier than the run it is compared with is named
@@ -31,7 +31,10 @@ OLD_REFERENCE_S = 24 * 3600
 def steady(run: Record, key: str = "train_s", prefix: str = "") -> list[float]:
     """`key` of every epoch after the warm-up; `prefix="eager_"` reads a paired run's twin."""
     name = f"{prefix}{key}"
-    return [r.get(name) for r in run.epochs[run.timing.warmup_epochs:] if r.has(name)]
+    rows = run.epochs[run.timing.warmup_epochs:]
+    if name in Epoch.model_fields:  # a declared time: None where the epoch has none
+        return [v for r in rows if (v := getattr(r, name)) is not None]
+    return [r.get(name) for r in rows if r.has(name)]
 
 
 def steady_steps(run: Record, prefix: str = "") -> list[float]:

@@ -98,19 +98,21 @@ def variant_key(config: Mapping) -> str:
 
 
 def record_setting_key(record: Record) -> str:
-    return setting_key(record.config.as_dict, device_type(record))
+    return record.remembered("setting", lambda: setting_key(record.config.as_dict,
+                                                            device_type(record)))
 
 
 def record_run_key(record: Record) -> str:
-    return run_key(record.config.as_dict, device_type(record))
+    return f"{record_setting_key(record)}-s{record.config.train.seed}"
 
 
 def record_scaling_key(record: Record) -> str:
-    return scaling_key(record.config.as_dict, device_type(record))
+    return record.remembered("scaling", lambda: scaling_key(record.config.as_dict,
+                                                            device_type(record)))
 
 
 def record_variant(record: Record) -> str:
-    return variant_label(record.config.as_dict)
+    return record.remembered("variant", lambda: variant_label(record.config.as_dict))
 
 
 def record_distributed(record: Record) -> bool:

@@ -15,11 +15,13 @@ records/schema.py.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gnnbench.records.schema import SCHEMA_VERSION, STATUSES, upgrade
 
@@ -308,6 +310,15 @@ class Record(Part):
     input_error: bool | None = None
     path: str | None = Field(default=None, exclude=True)
     folder: str | None = Field(default=None, exclude=True)
+    # What records/identity.py computed of this record (its setting key...): a report asks
+    # each record several times, and a record's config and device do not change.
+    _identity: dict = PrivateAttr(default_factory=dict)
+
+    def remembered(self, what: str, make: Callable[[], str]) -> str:
+        """`make()`, computed once per record."""
+        if what not in self._identity:
+            self._identity[what] = make()
+        return self._identity[what]
 
     def dump(self) -> dict:
         """The record as JSON holds it: every key it was given, in its order."""
@@ -417,6 +428,30 @@ def _version_problem(raw: object) -> str | None:
 
 class RecordProblem(ValueError):
     """What makes a file's JSON not a record, in a few words for a one-line warning."""
+
+
+_CURRENT = re.compile(rf'"schema_version":\s*{SCHEMA_VERSION}\s*[,}}]')
+
+
+def parse_text(text: str) -> Record:
+    """A file's text as today's Record. A record of today's version is validated straight
+    from its JSON (pydantic's parser: a report reads thousands); anything else, or anything
+    that fails there, goes through `parse`, which upgrades and names the first problem."""
+    if _CURRENT.search(text):
+        try:
+            record = Record.model_validate_json(text)
+        except ValidationError:
+            record = None
+        if (record is not None and record.schema_version == SCHEMA_VERSION
+                and finished_problem(record) is None):
+            return record
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:  # cut short, or not JSON at all
+        raise RecordProblem(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise RecordProblem("not JSON: nested too deep") from None
+    return parse(raw)
 
 
 def parse(raw: object) -> Record:

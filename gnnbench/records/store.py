@@ -14,7 +14,13 @@ from pathlib import Path
 
 from gnnbench.config import files
 from gnnbench.records import identity
-from gnnbench.records.model import CommandRecord, Record, RecordProblem, finished_problem, parse
+from gnnbench.records.model import (
+    CommandRecord,
+    Record,
+    RecordProblem,
+    finished_problem,
+    parse_text,
+)
 
 RESULTS_FILE = "results.json"
 CLAIMS_DIR = ".gnnbench-claims"
@@ -94,7 +100,7 @@ class InvalidRecord(ValueError):
         self.path, self.problem = path, problem
 
 
-def _load(path: Path) -> object:
+def _text(path: Path) -> str:
     try:
         text = path.read_text()
     except UnicodeDecodeError:
@@ -103,12 +109,7 @@ def _load(path: Path) -> object:
         raise InvalidRecord(path, f"cannot be read: {exc.strerror or exc}") from None
     if not text.strip():
         raise InvalidRecord(path, "an empty file")
-    try:
-        return json.loads(text)
-    except ValueError as exc:  # cut short, or not JSON at all
-        raise InvalidRecord(path, f"not JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidRecord(path, "not JSON: nested too deep") from None
+    return text
 
 
 def read(path: Path) -> Record:
@@ -118,7 +119,7 @@ def read(path: Path) -> Record:
     path = Path(path)
     path = path / RESULTS_FILE if path.is_dir() else path
     try:
-        record = parse(_load(path))
+        record = parse_text(_text(path))
     except RecordProblem as exc:
         raise InvalidRecord(path, str(exc)) from None
     record.path, record.folder = str(path), str(path.parent)
