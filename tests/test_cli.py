@@ -67,7 +67,7 @@ def test_default_job_runs_offline_from_another_directory_with_typed_results(tmp_
         assert r["env"][key] is not None, key
     assert r["env"]["torch"] == torch.__version__
     t = r["timing"]
-    for stats in (t["train_step_s"], t["eval_s"]):
+    for stats in (t["train_s"], t["eval_s"]):
         assert stats["n"] == 2
         assert 0 < stats["q1"] <= stats["median"] <= stats["q3"]
         assert stats["iqr"] == pytest.approx(stats["q3"] - stats["q1"])

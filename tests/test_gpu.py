@@ -45,7 +45,7 @@ def test_cuda_run_records_device_memory_and_accuracy(run, compiled):
     assert result.memory.kind == "cuda_max_allocated"
     # Cora's features alone are 2708 x 1433 float32 = 15.5 MB on the device.
     assert result.memory.peak_bytes > 15e6
-    assert result.timing.train_step_s.median > 0
+    assert result.timing.train_s.median > 0
     assert 0.79 <= result.accuracy.test_at_best_val <= 0.84
 
 

@@ -40,7 +40,7 @@ def test_ctrl_c_saves_an_interrupted_record(tmp_path):
     [record] = records(tmp_path / "outputs").values()
     assert record["status"] == "interrupted" and "SIGINT after epoch" in record["reason"]
     assert 1 <= len(record["epochs"]) < 300
-    assert record["timing"]["train_step_s"]["n"] >= 0 and record["accuracy"] is not None
+    assert record["timing"]["train_s"]["n"] >= 0 and record["accuracy"] is not None
 
 
 @pytest.mark.slow

@@ -158,8 +158,8 @@ def test_the_report_names_where_and_what_and_lists_unstable_runs(run, tmp_path):
     old["schema_version"], old["name"] = 2, "gcn-synthetic-eager-s1"
     # ... and it sat wholly in a slow stretch: 20x slower, steady in itself.
     old["epochs"] = [{**e, "train_s": e["train_s"] * 20} for e in old["epochs"]]
-    old["timing"] = {**old["timing"], "train_step_s": {
-        **old["timing"]["train_step_s"], "median": old["timing"]["train_step_s"]["median"] * 20}}
+    old["timing"] = {**old["timing"], "train_s": {
+        **old["timing"]["train_s"], "median": old["timing"]["train_s"]["median"] * 20}}
     old["config"] = {**old["config"], "train": {**old["config"]["train"], "seed": 1}}
     write(old, folder / "old")
 
@@ -206,7 +206,7 @@ def test_plots_have_titles_units_and_the_tables_order(tmp_path):
 
 def test_a_speedup_plot_without_a_reference_says_so(tmp_path):
     rows = [Row(model="gcn", dataset="cora", variant="compile-default", speedup=None,
-                speedup_ci_low=None, speedup_ci_high=None, epoch_ms=2.0)]
+                speedup_ci_low=None, speedup_ci_high=None, train_ms=2.0)]
     drawn = plots.speedup_bars(rows, tmp_path / "speedup.png", "cpu")
     assert "no compiled run has an eager reference" in drawn["title"]
     assert drawn["labels"] == ["gcn/cora  compile-default"]

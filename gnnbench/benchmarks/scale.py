@@ -36,7 +36,7 @@ import yaml
 
 from gnnbench import config
 from gnnbench.records import sweep
-from gnnbench.records.model import parse
+from gnnbench.records.model import Record, parse
 from gnnbench.records.schema import SCHEMA_VERSION
 
 SOURCE = Path(config.project_dir()) / "results" / "h200-own-gnn" / "cora"
@@ -78,15 +78,15 @@ def make_records(out: Path, n: int, source: Path = SOURCE,
     jobs = sweep.planned_jobs(out / "multirun.yaml")
     for num, overrides in enumerate(jobs):
         seed = int(next(o for o in overrides if o.startswith("train.seed=")).split("=")[1])
-        record = copy.deepcopy(templates[_seedless(overrides)])
-        record["config"]["train"]["seed"] = seed
-        record["name"] = f"{record['name'].rsplit('-s', 1)[0]}-s{seed}"
-        if isinstance(record.get("started_at"), (int, float)):
-            record["started_at"] += seed
-        job = out / f"{num}_{record['name']}"
+        record = Record.model_validate(copy.deepcopy(templates[_seedless(overrides)]))
+        record.config.train.seed = seed
+        record.name = f"{record.name.rsplit('-s', 1)[0]}-s{seed}"
+        if record.started_at is not None:
+            record.started_at += seed
+        job = out / f"{num}_{record.name}"
         (job / ".hydra").mkdir(parents=True, exist_ok=True)
         (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-        (job / "results.json").write_text(json.dumps(record))
+        (job / "results.json").write_text(json.dumps(record.dump()))
     return len(jobs)
 
 

@@ -67,12 +67,12 @@ def environment(device: torch.device | None) -> dict:
         index = device.index if device.index is not None else torch.cuda.current_device()
         # The host's index of the GPU (not cuda:N of this process, which CUDA_VISIBLE_DEVICES
         # renumbers from 0), its UUID, and what the process was allowed to see.
-        env["device_index"] = physical_gpu_index(index)
-        env["device_uuid"] = gpu_uuid(torch.device("cuda", index))
-        env["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
-        env["device_name"] = torch.cuda.get_device_name(device)
+        env.update(device_index=physical_gpu_index(index),
+                   device_uuid=gpu_uuid(torch.device("cuda", index)),
+                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                   device_name=torch.cuda.get_device_name(device))
         if os.environ.get("SLURM_JOB_ID"):
-            env["slurm"] = {k: os.environ.get(f"SLURM_{k.upper()}") for k in
-                            ("job_id", "array_job_id", "array_task_id", "job_gpus",
-                             "step_gpus", "nodelist")}
+            env.update(slurm={k: os.environ.get(f"SLURM_{k.upper()}") for k in
+                              ("job_id", "array_job_id", "array_task_id", "job_gpus",
+                               "step_gpus", "nodelist")})
     return env

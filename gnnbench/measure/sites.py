@@ -103,9 +103,8 @@ def graph_break(message: str) -> dict | None:
         return None
     reason = message.split("Graph Break Reason:", 1)[-1]
     reason, _, traceback = reason.partition("User code traceback:")
-    frames = [frame(m["file"], m["line"], m["function"], m["code"])
-              for m in _FRAME.finditer(traceback)]
-    return {"reason": _short(reason), "at": frame(at["file"], at["line"]),
+    frames = [frame(**m.groupdict()) for m in _FRAME.finditer(traceback)]
+    return {"reason": _short(reason), "at": frame(**at.groupdict()),
             "user": user_frame(frames), "explanation": reason.strip()[:EXPLANATION_CHARS]}
 
 
@@ -140,7 +139,7 @@ def from_exception(exc: BaseException) -> dict:
     stack = getattr(exc, "real_stack", None) or []
     frames = [frame(f.filename, f.lineno, f.name, f.line) for f in stack]
     if not frames:
-        frames = [frame(m["file"], m["line"], m["function"], m["code"])
+        frames = [frame(**m.groupdict())
                   for m in _FRAME.finditer(text.partition("from user code:")[2])]
     explanation = text.split("Set TORCHDYNAMO_VERBOSE", 1)[0].strip()
     return {"reason": _short(text), "at": frames[-1] if frames else None,

@@ -49,10 +49,10 @@ def timing_summary(records: list[Epoch], warmup: int, wall_s: float, compiled: b
     return {
         **stages,
         "warmup_epochs": warmup,
-        "train_step_s": steady_train,
+        "train_s": steady_train,
         "eval_s": steady_eval,
         "first_epoch_s": first_epoch,
-        "first_train_step_s": train[0],
+        "first_train_s": train[0],
         "first_eval_s": evals[0],
         "first_epoch_overhead_s": first_epoch - steady_epoch,
         "warmup_overhead_s": one_off,

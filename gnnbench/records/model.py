@@ -144,7 +144,7 @@ class Epoch(Part):
 
 class Timing(Part):
     warmup_epochs: int | None = None
-    train_step_s: Spread | None = None
+    train_s: Spread | None = None  # the train part of each epoch after the warm-up
     eval_s: Spread | None = None
     wall_s: float | None = None
     compile_overhead_s: float | None = None
@@ -333,7 +333,7 @@ def finished_problem(record: Record) -> str | None:
     for key in ("timing", "memory", "accuracy"):
         if getattr(record, key) is None:
             return f"{key} is null, expected an object"
-    for key, kind in (("warmup_epochs", "an integer"), ("train_step_s", "an object")):
+    for key, kind in (("warmup_epochs", "an integer"), ("train_s", "an object")):
         if getattr(record.timing, key) is None:
             return f"timing.{key} is missing, expected {kind}"
     if record.accuracy.test_at_best_val is None:

@@ -78,7 +78,7 @@ def _headline(result: Record) -> dict:
     """The figures a W&B user compares runs by, flat so the runs table can show them."""
     t, acc, dyn = result.timing or Timing(), result.accuracy or Accuracy(), result.compile
     stable, audit = result.stability, result.cuda_graph_audit
-    (step_ms, step_iqr_ms), (eval_ms, _) = _spread(t.train_step_s), _spread(t.eval_s)
+    (step_ms, step_iqr_ms), (eval_ms, _) = _spread(t.train_s), _spread(t.eval_s)
     summary = {
         "status": result.status,
         "reason": result.reason,

@@ -33,7 +33,10 @@ from collections.abc import Mapping
 #    No key of an existing group was added: earlier records read as before.
 # 7: `dataset.family` removed from the dataset configs: a label no code read, yet hashed
 #    into the setting; older records are read without it (REMOVED_KEYS).
-SCHEMA_VERSION = 7
+# 8: `timing.train_step_s` is `timing.train_s` (and `first_train_step_s` `first_train_s`):
+#    the train part of an epoch, one step full-batch but every batch of a mini-batch epoch,
+#    as each epoch's `train_s` (RENAMED_KEYS: older records are read under the new names).
+SCHEMA_VERSION = 8
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -52,6 +55,13 @@ MODEL_KEYS: dict[str, str] = {"model.mlp_norm": "gin"}
 # Config keys removed since, that measured nothing: dotted key -> the version that removed
 # it. A record older than that version is read without it.
 REMOVED_KEYS: dict[str, int] = {"dataset.family": 7}
+
+# Measured fields renamed since (not config keys): old dotted key -> (new dotted key, the
+# version that renamed it). A record older than that version is read under the new name.
+RENAMED_KEYS: dict[str, tuple[str, int]] = {
+    "timing.train_step_s": ("timing.train_s", 8),
+    "timing.first_train_step_s": ("timing.first_train_s", 8),
+}
 
 STATUSES = ("ok", "graph_break", "compile_error", "oom", "diverged", "interrupted", "error",
             "skipped")
@@ -90,6 +100,11 @@ def upgrade(record: dict) -> dict:
         found, node = _get(record["config"], parent)
         if version < removed_in and found and isinstance(node, dict):
             node.pop(leaf, None)
+    for old, (new, renamed_in) in RENAMED_KEYS.items():
+        parent, _, leaf = old.rpartition(".")
+        found, node = _get(record, parent)
+        if version < renamed_in and found and isinstance(node, dict) and leaf in node:
+            node[new.rpartition(".")[2]] = node.pop(leaf)
     if version < 2:
         # Version 1 wrote the CUDA graphs a setting asked for, not what the run observed.
         record.setdefault("cuda_graph_audit", None)

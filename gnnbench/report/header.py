@@ -14,8 +14,8 @@ SOFTWARE = (("python", "Python"), ("torch", "torch"), ("torch_geometric", "torch
 
 COLUMN_KEY = """\
 - **runs**: ok runs / runs of the row (its seeds).
-- **epoch time**: train step time after the warm-up (mini-batch: the whole train epoch),
-  pooled over the row's runs: median [IQR = q3 - q1].
+- **train time**: the train part of an epoch after the warm-up (full batch: its one step;
+  mini-batch: all its batches), pooled over the row's runs: median [IQR = q3 - q1].
 - **variant**: how the setting is run (eager, compiled, captured); `(bf16, csr)`: a
   precision or graph layout other than fp32 and COO.
 - **speedup**: eager median / this variant's median, same setting; above 1 is faster;

@@ -94,7 +94,7 @@ def to_markdown(rows: list[Row], link: str) -> str:
                      _num(be, 0) if be is not None else "never",
                      _num(best.graph_breaks, 0) if best.graph_breaks is not None else "–",
                      _num(best.memory_ratio), _num(best.test_acc_delta, 4), best.runs]
-        lines.append(f"| {h.model} | {h.dataset} | {_num(h.eager and h.eager.epoch_ms)} | "
+        lines.append(f"| {h.model} | {h.dataset} | {_num(h.eager and h.eager.train_ms)} | "
                      f"{_measure(h.default)} | " + " | ".join(cells) + " |")
     lines.append(f"\nFull results, every variant and how they were made: [{link}]({link}).")
     return "\n".join(lines)

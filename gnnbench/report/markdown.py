@@ -36,7 +36,7 @@ def _accuracy(row: Row) -> str:
 
 
 def _stability(row: Row, disagree: bool) -> str:
-    if row.epoch_ms is None:
+    if row.train_ms is None:
         return "–"
     unstable, parts = row.unstable_runs, []
     if unstable:
@@ -76,7 +76,7 @@ def to_markdown(rows: list[Row], skipped: int = 0,
                 disagree: list[bool] | None = None) -> str:
     """The table; `disagree[i]`: row i's runs disagree with each other (stability)."""
     disagree = disagree or [False] * len(rows)
-    head = ("| model | dataset | variant | runs | epoch time (ms), median [IQR] | speedup "
+    head = ("| model | dataset | variant | runs | train time (ms), median [IQR] | speedup "
             "[95% CI] | per-run ratios | inference speedup | whole-epoch speedup | end-to-end "
             "speedup | compile overhead (s), median [max] | break-even epochs | paid back "
             "(measured) | graph breaks | recompiles | CUDA graphs "
@@ -93,7 +93,7 @@ def to_markdown(rows: list[Row], skipped: int = 0,
         be = r.break_even_epochs
         lines.append(
             f"| {r.model} | {r.dataset} | {variant_cell(r)} | {r.runs} | "
-            f"{_fmt(r.epoch_ms)} [{_fmt(r.epoch_ms_iqr)}] | {speed} | "
+            f"{_fmt(r.train_ms)} [{_fmt(r.train_ms_iqr)}] | {speed} | "
             f"{_run_ratios(r)} | {_speedup(r, 'inference')} | {_speedup(r, 'epoch')} | "
             f"{'–' if e2e is None else f'{e2e:.2f}×'} | {overhead_cell(r)} | "
             f"{_fmt(be, 0) if be is not None else ('never' if r.speedup else '–')} | "
@@ -112,17 +112,17 @@ def to_markdown(rows: list[Row], skipped: int = 0,
 
 def scaling_markdown(rows: list[Row]) -> str | None:
     """DDP rows: throughput and scaling against one rank; None when there are none."""
-    ddp = [r for r in rows if r.distributed == "ddp" and r.epoch_ms is not None]
+    ddp = [r for r in rows if r.distributed == "ddp" and r.train_ms is not None]
     if not ddp:
         return None
     lines = ["## Scaling (DDP)", "",
-             "Epoch time is the slowest rank's train part of an epoch (ranks wait for each "
+             "Train time is the slowest rank's train part of an epoch (ranks wait for each "
              "other at every gradient all-reduce); throughput is training nodes per second of "
              "it; scaling efficiency is the speedup over the same setting and variant on one "
              "rank divided by the ranks (1.00 is perfect), with a bootstrap 95 % CI. Each "
              "run's per-rank split (sampling, transfer, compute) is in its `results.json` "
              "(`timing.ranks`).", "",
-             "| model | dataset | variant | ranks | runs | epoch time (ms), median | "
+             "| model | dataset | variant | ranks | runs | train time (ms), median | "
              "throughput (nodes/s) | speedup vs 1 rank | scaling efficiency [95% CI] |",
              "|" + "---|" * 9]
     for r in ddp:
@@ -131,7 +131,7 @@ def scaling_markdown(rows: list[Row]) -> str | None:
             if r.scaling_efficiency_ci_low is not None else " [no CI]")
         rate = "–" if r.throughput_nodes_s is None else f"{r.throughput_nodes_s:,.0f}"
         lines.append(f"| {r.model} | {r.dataset} | {r.variant} | {r.world_size} | "
-                     f"{r.runs} | {_fmt(r.epoch_ms)} | {rate} | "
+                     f"{r.runs} | {_fmt(r.train_ms)} | {rate} | "
                      f"{_fmt(r.scaling_speedup)} | {eff} |")
     return "\n".join(lines)
 

@@ -98,7 +98,7 @@ def speedup_bars(rows: list[Row], path: Path, device: str | None = None) -> dict
             continue
         speed, low, high = row.speedup, row.speedup_ci_low, row.speedup_ci_high
         if speed is None:
-            why = "failed" if row.epoch_ms is None else "no eager reference"
+            why = "failed" if row.train_ms is None else "no eager reference"
             ax.annotate(why, (1.0, y), xytext=(6, 0), textcoords="offset points",
                         va="center", fontsize=7, color=UNCLEAR)
             continue
@@ -133,7 +133,7 @@ def epoch_time_distributions(rows: list[Row], runs: list[Record], path: Path,
                            medianprops={"color": "black"})
         for (y, _), box in zip(drawn, boxes["boxes"], strict=True):
             box.set_facecolor("lightgray" if rows[y].variant == "eager" else "tab:blue")
-            ax.annotate(f"{_plain(rows[y].epoch_ms)} ms", (1.0, y), xytext=(4, 0),
+            ax.annotate(f"{_plain(rows[y].train_ms)} ms", (1.0, y), xytext=(4, 0),
                         xycoords=("axes fraction", "data"), textcoords="offset points",
                         va="center", fontsize=7)
     for y, s in enumerate(series):

@@ -36,8 +36,8 @@ class Row(BaseModel):
     steady_epochs: int | None = None
     # The train step's median over the steady epochs of the row's runs (mini-batch: the
     # train part of an epoch), and its IQR.
-    epoch_ms: float | None = None
-    epoch_ms_iqr: float | None = None
+    train_ms: float | None = None
+    train_ms_iqr: float | None = None
     run_median_ms_min: float | None = None
     run_median_ms_max: float | None = None
     speedup: float | None = None
@@ -125,7 +125,7 @@ def stability_warnings(members: list[Record]) -> list[tuple[str, str]]:
     first, then whether its runs disagree with each other."""
     ok = sorted((r for r in members if r.status == "ok"), key=lambda r: r.name)
     found = [(r.name, w) for r in ok if (v := run_stability(r)) is not None for w in v.warnings]
-    medians = {r.name: r.timing.train_step_s.median for r in ok}
+    medians = {r.name: r.timing.train_s.median for r in ok}
     return found + [("runs", w) for w in stability.across_runs(medians)]
 
 
@@ -203,8 +203,8 @@ def pays_back_cell(found: PayBack | None) -> str | None:
 def _measured(row: Row, ok: list[Record]) -> None:
     """What every row with finished runs shows: step times, accuracy, CUDA graphs, stability."""
     stats = Spread.model_validate(summarize([s for r in ok for s in steady_steps(r)]))
-    medians = [r.timing.train_step_s.median for r in ok]
-    row.steady_epochs, row.epoch_ms, row.epoch_ms_iqr = stats.n, stats.median * 1e3, stats.iqr * 1e3
+    medians = [r.timing.train_s.median for r in ok]
+    row.steady_epochs, row.train_ms, row.train_ms_iqr = stats.n, stats.median * 1e3, stats.iqr * 1e3
     row.run_median_ms_min, row.run_median_ms_max = min(medians) * 1e3, max(medians) * 1e3
     row.test_acc_mean, row.test_acc_std = _mean_std([r.accuracy.test_at_best_val for r in ok])
     judged = [r.accuracy.near_chance for r in ok if r.accuracy.has("near_chance")]

@@ -27,8 +27,8 @@ def format_summary(result: Record, where: str | None = None) -> str:
     if result.reason:
         lines.append(f"  reason: {result.reason}")
     t = result.timing or Timing()
-    if t.train_step_s is not None:
-        step, ev = t.train_step_s, t.eval_s
+    if t.train_s is not None:
+        step, ev = t.train_s, t.eval_s
         batching = result.batching or Batching()
         unit = "train step" if batching.mode == "full" else "train epoch"
         lines.append(f"  {unit}: median {_ms(step.median)} (IQR {_ms(step.iqr)}, "
