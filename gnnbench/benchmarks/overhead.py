@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench import config, data, models
+from gnnbench.benchmarks import parse_with_tiny
 from gnnbench.measure import dynamo, stats
 from gnnbench.measure.timer import synchronize
 from gnnbench.runner import run_experiment
@@ -75,12 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--tiny", action="store_true", help="a few short rounds on Cora")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    if args.tiny:
-        for key, value in TINY.items():
-            if getattr(args, key) == parser.get_default(key):
-                setattr(args, key, value)
-    return args
+    return parse_with_tiny(parser, TINY, argv)
 
 
 def main(argv: list[str] | None = None) -> None:

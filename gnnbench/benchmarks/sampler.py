@@ -32,6 +32,7 @@ import torch
 from omegaconf import OmegaConf
 
 from gnnbench import config, models
+from gnnbench.benchmarks import parse_with_tiny
 from gnnbench.data.synthetic import load_synthetic
 from gnnbench.measure.stats import bootstrap_ratio_ci, summarize
 from gnnbench.measure.timer import timed
@@ -59,11 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--tiny", action="store_true", help="a small graph and a few batches")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    if args.tiny:
-        for key, value in TINY.items():
-            if getattr(args, key) == parser.get_default(key):
-                setattr(args, key, value)
+    args = parse_with_tiny(parser, TINY, argv)
     args.dedup = args.dedup.split(",")
     if not set(args.dedup) <= set(DEDUP):
         parser.error(f"--dedup takes {', '.join(DEDUP)}; got {','.join(args.dedup)}")

@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from gnnbench import config
+from gnnbench.benchmarks import parse_with_tiny
 from gnnbench.records import sweep
 from gnnbench.records.model import Record, parse
 from gnnbench.records.schema import SCHEMA_VERSION
@@ -156,12 +157,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true",
                         help="20 seeds, 4 records of one model, one repeat")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    if args.tiny:
-        for key, value in TINY.items():
-            if getattr(args, key) == parser.get_default(key):
-                setattr(args, key, value)
-    return args
+    return parse_with_tiny(parser, TINY, argv)
 
 
 def main(argv: list[str] | None = None) -> None:
