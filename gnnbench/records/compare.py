@@ -31,10 +31,17 @@ OLD_REFERENCE_S = 24 * 3600
 def steady(run: Record, key: str = "train_s", prefix: str = "") -> list[float]:
     """`key` of every epoch after the warm-up; `prefix="eager_"` reads a paired run's twin."""
     name = f"{prefix}{key}"
-    rows = run.epochs[run.timing.warmup_epochs:]
-    if name in Epoch.model_fields:  # a declared time: None where the epoch has none
-        return [v for r in rows if (v := getattr(r, name)) is not None]
-    return [r.get(name) for r in rows if r.has(name)]
+    warmup = run.timing.warmup_epochs
+
+    def values() -> list[float]:
+        rows = run.epochs[warmup:]
+        if name in Epoch.model_fields:  # a declared time: None where the epoch has none
+            return [v for r in rows if (v := getattr(r, name)) is not None]
+        return [r.get(name) for r in rows if r.has(name)]
+
+    # A report asks each record for the same times several times; a running record's
+    # epochs grow, so their number is part of what the answer depends on.
+    return list(run.remembered(("steady", name, warmup, len(run.epochs)), values))
 
 
 def steady_steps(run: Record, prefix: str = "") -> list[float]:

@@ -46,6 +46,8 @@ def _without_private(value: object) -> object:
     """Drop keys like Hydra's `_target_` where they name gnnbench's code that reads a group
     (the group's `name` already identifies it). A `_target_` outside gnnbench (a user's
     model class, a PyG dataset or transform) is what is measured: it stays."""
+    if value is None or isinstance(value, (str, int, float, list)):  # the ABC checks slowly
+        return value
     if isinstance(value, Mapping):
         return {k: _without_private(v) for k, v in value.items()
                 if not str(k).startswith("_") or (k == "_target_" and is_foreign(v)

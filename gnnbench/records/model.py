@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gnnbench.records.schema import SCHEMA_VERSION, STATUSES, upgrade
+
+T = TypeVar("T")
 
 Status = Literal["ok", "graph_break", "compile_error", "oom", "diverged", "interrupted",
                  "error", "skipped"]
@@ -312,10 +314,10 @@ class Record(Part):
     folder: str | None = Field(default=None, exclude=True)
     # What records/identity.py computed of this record (its setting key...): a report asks
     # each record several times, and a record's config and device do not change.
-    _identity: dict = PrivateAttr(default_factory=dict)
+    _identity: dict[Hashable, Any] = PrivateAttr(default_factory=dict)
 
-    def remembered(self, what: str, make: Callable[[], str]) -> str:
-        """`make()`, computed once per record."""
+    def remembered(self, what: Hashable, make: Callable[[], T]) -> T:
+        """`make()`, computed once per record (for `what`: a key naming what it depends on)."""
         if what not in self._identity:
             self._identity[what] = make()
         return self._identity[what]

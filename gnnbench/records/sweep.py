@@ -9,16 +9,19 @@ least) its overrides, so a job re-run into another folder still counts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import yaml
 
+from gnnbench.config import files
 from gnnbench.records.identity import NOT_MEASURED
 from gnnbench.records.model import Record
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+MULTIRUN, OVERRIDES = "multirun.yaml", "overrides.yaml"
 
 
 def _key(override: str) -> str:
@@ -30,6 +33,18 @@ def _measured(overrides: list[str]) -> frozenset[str]:
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# A line of an overrides.yaml as Hydra writes it for a plain override (`- model=gcn`): read
+# without a YAML parser; any other line (quotes, brackets, comments) goes through libyaml.
+_PLAIN = re.compile(r"- ([\w.+~/:-]*=[\w.=+~/:-]*|~[\w.]+)(?<!:)")
+
+
+def _overrides(text: str) -> list[str]:
+    """The overrides listed in an overrides.yaml's text."""
+    lines = text.splitlines()
+    plain = [_PLAIN.fullmatch(line) for line in lines]
+    if lines and all(plain):
+        return [m.group(1) for m in plain]
+    return yaml.load(text, Loader=_LOADER) or []
 
 
 def _runs_with(jobs: dict[Path, frozenset[str]]) -> Callable[[frozenset[str]], list[Path]]:
@@ -70,13 +85,14 @@ def planned_jobs(multirun: Path) -> list[list[str]] | None:
     return [job for batch in batches for job in batch]
 
 
-def _job_overrides(folders: list[Path]) -> dict[Path, frozenset[str]]:
+def _job_overrides(paths: list[Path]) -> dict[Path, frozenset[str]]:
+    """Each job folder's overrides, from its `.hydra/overrides.yaml` (or, in a job folder
+    copied without `.hydra`, its own `overrides.yaml`)."""
     found = {}
-    for folder in folders:
-        for path in [*folder.rglob(".hydra/overrides.yaml"), *folder.rglob("overrides.yaml")]:
-            job_dir = path.parent.parent if path.parent.name == ".hydra" else path.parent
-            if job_dir not in found:  # libyaml's loader where built: thousands of jobs
-                found[job_dir] = _measured(yaml.load(path.read_text(), Loader=_LOADER) or [])
+    for path in sorted(paths, key=lambda p: p.parent.name != ".hydra"):  # .hydra's first
+        job_dir = path.parent.parent if path.parent.name == ".hydra" else path.parent
+        if job_dir not in found:  # libyaml's loader where built: thousands of jobs
+            found[job_dir] = _measured(_overrides(path.read_text()))
     return found
 
 
@@ -93,11 +109,15 @@ class Progress(NamedTuple):
 def progress(folders: list[Path], records: list[Record]) -> list[Progress]:
     """One entry per sweep folder under `folders` whose jobs are known."""
     by_dir = {Path(r.folder).resolve(): r for r in records}
-    jobs = {d.resolve(): o for d, o in _job_overrides(folders).items()}
+    out: list[Progress] = []
+    found = [files.find_named([f], [MULTIRUN, OVERRIDES]) for f in folders]
+    if not any(f[MULTIRUN] for f in found):
+        return out
+    jobs = {d.resolve(): o for d, o in
+            _job_overrides([p for f in found for p in f[OVERRIDES]]).items()}
     runs_with = _runs_with(jobs)
-    out = []
-    for folder in folders:
-        for multirun in sorted(Path(folder).rglob("multirun.yaml")):
+    for in_folder in found:
+        for multirun in sorted(in_folder[MULTIRUN]):
             planned = planned_jobs(multirun)
             if planned is None:
                 continue

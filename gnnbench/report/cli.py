@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             print(f"gnnbench: error: {folder} is not a directory", file=sys.stderr)
             return 2
-    if not any(f.rglob(store.RESULTS_FILE) for f in args.directories):
+    if not any(next(f.rglob(store.RESULTS_FILE), None) for f in args.directories):
         print(f"gnnbench: error: no {store.RESULTS_FILE} under "
               f"{', '.join(map(str, args.directories))}", file=sys.stderr)
         return 2

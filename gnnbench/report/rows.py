@@ -9,7 +9,7 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from gnnbench.measure import stability
-from gnnbench.measure.stats import summarize
+from gnnbench.measure.stats import median_iqr
 from gnnbench.records import identity
 from gnnbench.records.compare import (
     compare,
@@ -18,7 +18,7 @@ from gnnbench.records.compare import (
     run_stability,
     steady_steps,
 )
-from gnnbench.records.model import Comparison, PayBack, Record, Spread
+from gnnbench.records.model import Comparison, PayBack, Record
 
 
 class Row(BaseModel):
@@ -202,9 +202,9 @@ def pays_back_cell(found: PayBack | None) -> str | None:
 
 def _measured(row: Row, ok: list[Record]) -> None:
     """What every row with finished runs shows: step times, accuracy, CUDA graphs, stability."""
-    stats = Spread.model_validate(summarize([s for r in ok for s in steady_steps(r)]))
+    n, median, iqr = median_iqr([s for r in ok for s in steady_steps(r)])
     medians = [r.timing.train_s.median for r in ok]
-    row.steady_epochs, row.train_ms, row.train_ms_iqr = stats.n, stats.median * 1e3, stats.iqr * 1e3
+    row.steady_epochs, row.train_ms, row.train_ms_iqr = n, median * 1e3, iqr * 1e3
     row.run_median_ms_min, row.run_median_ms_max = min(medians) * 1e3, max(medians) * 1e3
     row.test_acc_mean, row.test_acc_std = _mean_std([r.accuracy.test_at_best_val for r in ok])
     judged = [r.accuracy.near_chance for r in ok if r.accuracy.has("near_chance")]
