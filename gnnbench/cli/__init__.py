@@ -33,9 +33,8 @@ def main() -> None:
     if "--hydra-help" in sys.argv[1:]:
         sys.argv = [a if a != "--hydra-help" else "--help" for a in sys.argv]
     from gnnbench import config
-    from gnnbench.runner import interrupts
 
-    try:
+    try:  # before torch is imported: a mistyped command is answered within a second
         config.check_overrides(sys.argv[1:])
     except config.ConfigError as exc:
         from gnnbench.cli.invalid import record_invalid_command
@@ -45,6 +44,7 @@ def main() -> None:
         sys.exit(1)
     from gnnbench.cli import app, sweep_check
     from gnnbench.report import handoff
+    from gnnbench.runner import interrupts
 
     sweep_check.install()  # a sweep's first job within seconds, whatever its size
     _launch_dir_importable()
