@@ -118,6 +118,33 @@ def test_a_full_output_disk_is_one_line_before_hydra_writes(tiny_disk, tmp_path,
     assert sorted(p.name for p in tiny_disk.rglob("*")) == ["filler"]
 
 
+@pytest.mark.parametrize("free_kib", [36, 44])
+def test_a_disk_that_fills_between_jobs_stops_the_sweep_in_one_line(tiny_disk, tmp_path,
+                                                                     free_kib):
+    """Room to start and for the first job, not for the next: whichever of its files meets
+    the full disk first (Hydra's `.hydra/*.yaml`, its claim to its eager run, its record),
+    one error line, the sweep's stop with what finished and how to resume, and no empty or
+    temporary file."""
+    with open(tiny_disk / "filler", "wb") as f:
+        f.write(b"\0" * (256 - free_kib) * 1024)
+    sweep = tiny_disk / "sweep"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench", "-m", "train.seed=0,1,2", "train.epochs=2",
+         "train.warmup_epochs=1", "train.device=cpu", "wandb.mode=disabled",
+         f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    [error] = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert error.startswith("gnnbench: error: cannot write ") and \
+        error.lower().endswith("(no space left on device)"), error
+    assert "gnnbench: sweep stopped: " in proc.stderr
+    assert f"  ok           {sweep / '0_gcn-synthetic-eager-s0'}" in proc.stderr
+    assert f"hydra.sweep.dir={sweep}" in proc.stderr.splitlines()[-1]
+    assert leftovers(tiny_disk) == []
+
+
 @pytest.mark.parametrize("free_kib", [0, 8])
 def test_wandb_on_a_full_disk_never_says_saved(tiny_disk, tmp_path, free_kib):
     """The run's folder has room for its record; W&B's folder (`<run>/wandb`, here on the

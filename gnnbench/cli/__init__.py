@@ -42,11 +42,12 @@ def main() -> None:
         record_invalid_command(sys.argv[1:], str(exc))
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
-    from gnnbench.cli import app, sweep_check
+    from gnnbench.cli import app, callbacks, sweep_check
     from gnnbench.report import handoff
     from gnnbench.runner import interrupts
 
     sweep_check.install()  # a sweep's first job within seconds, whatever its size
+    callbacks.install_hydra_file_writer()  # a job's .hydra files whole, or one error line
     _launch_dir_importable()
     _quiet_other_ranks()
     interrupts.install()
@@ -67,8 +68,10 @@ def main() -> None:
             raise
         except SystemExit as exc:
             sweep = handoff.read(path)
-            if sweep and sweep.running and exc.code:  # the launcher failed (a worker died)
-                app.stop_sweep(Path(sweep.dir), "its launcher failed (above)", 1)
+            if sweep and sweep.running and exc.code:  # a job's files, or the launcher, failed
+                why = exc.why if isinstance(exc, callbacks.CannotWrite) else \
+                    "its launcher failed (above)"
+                app.stop_sweep(Path(sweep.dir), why, 1)
             raise
         _exit_status(handoff.read(path))
     finally:

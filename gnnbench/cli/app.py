@@ -148,11 +148,24 @@ def stop_sweep(sweep_dir: Path, why: str, code: int, report: bool = True) -> NoR
     if report:
         try:
             write_report([sweep_dir], log_to_wandb=False)
-        except OSError as exc:
-            print(f"gnnbench: error: the report could not be written either ({exc})",
-                  file=sys.stderr)
+        except OSError as exc:  # the disk that stopped the sweep, most often: not a new error
+            print(f"gnnbench: the report could not be written either "
+                  f"({exc.strerror or exc})", file=sys.stderr)
     print(f"gnnbench: to resume, run: {resume_command(sweep_dir)}", file=sys.stderr, flush=True)
     raise SweepStopped(code)
+
+
+def _cannot_record(exc: store.WriteError, out_dir: Path, sweep_dir: Path | None,
+                   elsewhere: bool) -> None:
+    """A job that cannot write its files (a full disk): one line; a sweep run here stops
+    with its report and how to resume; a single run exits 1. In a launcher's process the
+    job just ends: the sweep's end lists it as having no record, and exits 1."""
+    print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
+    if elsewhere:
+        return
+    if sweep_dir is not None:
+        stop_sweep(sweep_dir, f"{out_dir.name} could not record its result", 1)
+    sys.exit(1)
 
 
 @hydra.main(config_path=str(config.CONF_DIR), config_name="config", version_base=None)
@@ -181,8 +194,11 @@ def job(cfg: DictConfig) -> None:
                    interrupts.exit_code(signum))
     if _valid(cfg) and _already_final(cfg, out_dir):  # a bad value is said, never "kept"
         return
-    if sweeping and cfg.compile is False and _skip_if_repeat(cfg, out_dir, sweep_dir):
-        return
+    try:
+        if sweeping and cfg.compile is False and _skip_if_repeat(cfg, out_dir, sweep_dir):
+            return
+    except store.WriteError as exc:  # its claim to the eager run could not be written
+        _cannot_record(exc, out_dir, sweep_dir, elsewhere)
     lease = _lease(cfg, out_dir) if elsewhere else None
     if lease is False:
         print(f"gnnbench: not started {out_dir.name}: the sweep was stopped while it waited "
@@ -199,12 +215,8 @@ def job(cfg: DictConfig) -> None:
                                     # jobs side by side: plain progress lines, no live bars
                                     live_progress=not elsewhere)
     except store.WriteError as exc:
-        print(f"gnnbench: error: {exc}", file=sys.stderr, flush=True)
-        if elsewhere:  # the sweep's end lists the job as having no record, and exits 1
-            return
-        if sweeping:
-            stop_sweep(sweep_dir, f"{out_dir.name} could not record its result", 1)
-        sys.exit(1)
+        _cannot_record(exc, out_dir, sweep_dir, elsewhere)
+        return
     finally:
         if lease:
             lease.release()

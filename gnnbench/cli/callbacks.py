@@ -50,6 +50,41 @@ def check_writable(folder: Path, key: str) -> None:
         sys.exit(1)
 
 
+def save_hydra_file(cfg: object, filename: str, output_dir: Path) -> None:
+    """Hydra's `_save_config` (a job's `.hydra/*.yaml`), written whole or not at all: a disk
+    that fills in the middle of a sweep is one line and exit 1 (the sweep then stops with
+    its report and how to resume), not a traceback and an empty config.yaml."""
+    from omegaconf import OmegaConf
+
+    from gnnbench.config import files
+
+    path = Path(output_dir) / filename
+    try:
+        files.atomic_write(path, OmegaConf.to_yaml(cfg))
+    except OSError as exc:
+        cause = "no space left on device" if exc.errno == errno.ENOSPC else \
+            (exc.strerror or str(exc))
+        print(f"gnnbench: error: cannot write {path} ({cause})", file=sys.stderr, flush=True)
+        raise CannotWrite(f"{path.parent.parent.name} could not write {path.name} ({cause})") \
+            from None
+
+
+class CannotWrite(SystemExit):
+    """Exit 1: a file of a job could not be written (said already, in one line); `why`,
+    for the sweep's stop line."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(1)
+        self.why = why
+
+
+def install_hydra_file_writer() -> None:
+    """Hydra's job runner looks `_save_config` up in its module at each job."""
+    import hydra.core.utils
+
+    hydra.core.utils._save_config = save_hydra_file
+
+
 SWEEP_LOCK = ".sweep.lock"
 
 

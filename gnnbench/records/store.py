@@ -186,25 +186,31 @@ def claim(sweep_dir: Path, key: str, out_dir: Path) -> str | None:
     ours (new, or made by this very folder before: a re-run), else the folder holding it.
     An exclusive create, so two jobs starting at once on any launcher cannot both win."""
     claims = Path(sweep_dir) / CLAIMS_DIR
-    claims.mkdir(parents=True, exist_ok=True)
     path = claims / key
     # Written under a unique name, then linked into place: the link fails if the claim
     # exists, and a reader never sees a claim without its holder.
     # Real paths: a sweep resumed through another path to it (a symlink resolved) is still
     # the same folder, never a holder of its own.
     mine = os.path.realpath(out_dir)
-    fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
-    with os.fdopen(fd, "w") as f:
-        f.write(mine)
-    files.user_mode(tmp)
+    tmp = None
     try:
+        claims.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
+        with os.fdopen(fd, "w") as f:
+            f.write(mine)
+        files.user_mode(tmp)
         os.link(tmp, path)
         return None
     except FileExistsError:
         holder = path.read_text().strip()
         return None if os.path.realpath(holder) == mine else holder
+    except OSError as exc:  # a full disk: the job cannot record anything either
+        error = WriteError(f"cannot write {path} ({exc.strerror or exc})")
+        error.errno = exc.errno
+        raise error from exc
     finally:
-        os.unlink(tmp)
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def claim_holder(folders: Iterable[Path], key: str) -> str | None:

@@ -6,6 +6,7 @@ Whatever happens, `results.json` is written: a failed run is a result too.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterable
 from contextlib import nullcontext
@@ -163,6 +164,12 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             raise stopped_at_once
         return record
     group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
-    record.wandb_dir = publish.publish_to_wandb(record, out_dir, group, log_dir)
-    store.write(record, out_dir)
+    wandb_dir = publish.publish_to_wandb(record, out_dir, group, log_dir)
+    if wandb_dir is not None:  # the record on disk is whole already: this adds where W&B is
+        record.wandb_dir = wandb_dir
+        try:
+            store.write(record, out_dir)
+        except store.WriteError as exc:
+            print(f"gnnbench: warning: {exc}; the record stays as written before its W&B "
+                  "run (without wandb_dir)", file=sys.stderr, flush=True)
     return record
