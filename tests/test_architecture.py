@@ -94,7 +94,8 @@ def test_only_records_imports_wandb():
 
 def test_only_measurement_and_compilation_touch_dynamo():
     touching = {m for m in MODULES if uses(m, ("torch._dynamo", "torch._inductor"))}
-    assert touching == {"gnnbench.measure.dynamo", "gnnbench.training.compilation"}
+    assert touching == {"gnnbench.measure.dynamo", "gnnbench.training.compilation",
+                        "gnnbench.training.caches"}
 
 
 def test_test_helpers_are_not_in_the_package():

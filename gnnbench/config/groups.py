@@ -26,13 +26,22 @@ WandbMode = Literal["auto", "online", "offline", "disabled"]
 Mode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 # model: torch.compile(model); step: forward+loss and the optimizer step compiled (captured
 # as one CUDA graph under a CUDA-graph mode); epoch: the step and the eval forward with the
-# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch.
-Scope = Literal["model", "step", "epoch"]
+# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch;
+# layers: each convolution compiled on its own (regional compilation: identical layers share
+# their compiled code, so compile cost grows with distinct layers, not depth).
+Scope = Literal["model", "step", "epoch", "layers"]
+# The compile caches a compiled run starts with: as-is (whatever this process and the
+# Inductor cache directory already hold: what runs before the cache axis measured), cold (an
+# empty cache directory, in-process caches cleared), warm (the directory a priming run of the
+# same setting filled in another process), portable (an empty directory filled only from the
+# artifacts a priming run saved with torch.compiler.save_cache_artifacts).
+CacheState = Literal["as-is", "cold", "warm", "portable"]
 
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 LAYOUTS: tuple[str, ...] = typing.get_args(Layout)
 MODES: tuple[str, ...] = typing.get_args(Mode)
 SCOPES: tuple[str, ...] = typing.get_args(Scope)
+CACHE_STATES: tuple[str, ...] = typing.get_args(CacheState)
 
 
 # Free text that the command line may type as a number (wandb.group=2024).
@@ -87,6 +96,7 @@ class Compiler(Settings):
     fullgraph: Flag
     backend: str
     scope: Scope
+    cache: CacheState = "as-is"
 
 
 class Graph(Settings):

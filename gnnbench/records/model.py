@@ -171,12 +171,47 @@ class Memory(Part):
     peak_bytes: float | None = None
 
 
+class CompileTimes(Part):
+    """Where a run's compile time went (measure/dynamo.compile_times), seconds; absent from
+    records older than the cache axis."""
+
+    frames: int | None = None
+    total_s: float | None = None
+    dynamo_s: float | None = None
+    aot_inductor_s: float | None = None
+    kernel_compile_s: float | None = None
+    autotune_s: float | None = None
+    inductor_s: float | None = None
+    cache_saved_s: float | None = None
+
+
+class CacheSetup(Part):
+    """The compile cache a run was started with (`compiler.cache`, runner/priming.py): the
+    state asked for, and for warm and portable the priming run's own compile time, the
+    portable artifacts' size and what loading them filled in. None for `as-is`."""
+
+    state: str
+    primed_now: bool | None = None
+    prime_compile_s: float | None = None
+    prime_wall_s: float | None = None
+    artifacts_bytes: int | None = None
+    artifacts_loaded: dict[str, int] | None = None
+    load_s: float | None = None
+    setup_s: float | None = None
+
+
 class Compile(Part):
     graphs: int | None = None
     graph_breaks: int
     recompiles: int
     graph_break_reasons: list = []
     recompile_reasons: list = []
+    # Lookups in Inductor's FX-graph and AOTAutograd's caches (hits, misses, each cache's).
+    cache: dict[str, int] | None = None
+    times: CompileTimes | None = None
+    cache_setup: CacheSetup | None = None
+    # scope=layers: how many modules were compiled on their own.
+    regions: int | None = None
 
 
 class CudaGraphAudit(Part):
