@@ -99,6 +99,38 @@ class Compiler(Settings):
     cache: CacheState = "as-is"
 
 
+ServeVariant = Literal["eager", "compiled", "reduce-overhead", "padded"]
+SERVE_VARIANTS: tuple[str, ...] = typing.get_args(ServeVariant)
+
+
+class Serve(Settings):
+    """`python -m gnnbench.serve` (conf/serve.yaml): a model answering requests for the
+    predictions of a batch of seed nodes, each request sampling its own k-hop neighbourhood."""
+
+    weights: Literal["random", "trained"]
+    batch_sizes: list[int]
+    variants: list[str]
+    requests: Count(5)
+    warmup_requests: Count(1)
+    open_loop_requests: Count(0)
+    rate: Real(above=0) | None
+    load: Real(above=0)
+    fanouts: list[int] | None
+    seed: Count(0)
+
+    @model_validator(mode="after")
+    def _lists(self) -> Serve:
+        require(bool(self.batch_sizes) and all(
+            isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in self.batch_sizes),
+            f"serve.batch_sizes={self.batch_sizes} must be a non-empty list of integers >= 1, "
+            "e.g. [1, 16, 256, 4096]")
+        bad = [v for v in self.variants if v not in SERVE_VARIANTS]
+        require(bool(self.variants) and not bad,
+                f"serve.variants={(bad or [None])[0]!r} is not valid; choose one of: "
+                f"{', '.join(SERVE_VARIANTS)}")
+        return self
+
+
 class Graph(Settings):
     layout: Layout
 
@@ -129,5 +161,7 @@ class Run(Settings):
     data_mirror: str | None
     reference_dirs: list[str]
     rerun: Flag
+    # python -m gnnbench.serve only (conf/serve.yaml); training configs have none.
+    serve: Serve | None = None
     # How many jobs hydra/launcher=gpu-pool runs at once; null: one per GPU of this host.
     gpus: Annotated[Count(1) | None, Message(gpus_line)] = Field(default=None)

@@ -314,6 +314,56 @@ class Scaling(Part):
     throughput_nodes_per_s: float | None = None
 
 
+class Latency(Part):
+    """Request latencies boiled down (measure/latency.py), milliseconds."""
+
+    n: int
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    p50_ci_ms: list[float] | None = None
+    p95_ci_ms: list[float] | None = None
+    p99_ci_ms: list[float] | None = None
+
+
+class OpenLoop(Part):
+    rate_rps: float
+    achieved_rps: float | None = None
+    kept_up: bool | None = None
+    latency: Latency
+
+
+class ServingCase(Part):
+    """One variant at one batch size of a serving run (runner/serving.py)."""
+
+    variant: str
+    batch_size: int
+    status: str
+    reason: str | None = None
+    seeds: int | None = None
+    first_request_ms: float | None = None
+    closed: Latency | None = None
+    throughput_rps: float | None = None
+    open: OpenLoop | None = None
+    distinct_shapes: int | None = None
+    graphs: int | None = None
+    recompiles: int | None = None
+    compile_s: float | None = None
+    cudagraph_recordings: int | None = None
+    padding: dict | None = None
+
+
+class Serving(Part):
+    """A serving run's answers (`python -m gnnbench.serve`): its weights (random ones are
+    declared), fan-outs, precision and one case per variant and batch size."""
+
+    weights: str
+    fanouts: list[int]
+    precision: str
+    cases: list[ServingCase]
+
+
 class Record(Part):
     """One run: its outcome (`status`, `reason`), how it was made (`config`, `env`) and what
     it measured. `path` and `folder`: where it was read from (never written)."""
@@ -338,6 +388,7 @@ class Record(Part):
     distributed: Distributed | None = None
     scaling: Scaling | None = None
     graph_break: dict | None = None
+    serving: Serving | None = None
     epochs: list[Epoch] = []
     started_at: float | None = None
     ended_at: float | None = None
@@ -363,7 +414,7 @@ class Record(Part):
 def finished_problem(record: Record) -> str | None:
     """What a finished (ok) run lacks of what the report and the comparisons read of it;
     checked where records are read and written, not while a run fills its record in."""
-    if record.status != "ok":
+    if record.status != "ok" or record.serving is not None:  # serving: no epochs
         return None
     for key in ("timing", "memory", "accuracy"):
         if getattr(record, key) is None:
