@@ -9,6 +9,8 @@ import pytest
 from conftest import make_config
 
 from gnnbench.records import store
+from gnnbench.report import compile_cost
+from gnnbench.report.cli import write_report
 from gnnbench.runner import run_experiment
 
 # No dropout: Inductor draws its own random numbers inside a compiled graph, eager ones
@@ -20,13 +22,14 @@ TINY = ["model=sage", "dataset=cora", "model.hidden=8", "model.dropout=0.0",
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, data_dir, mirror):
-    """cold, warm, portable (the same setting, one priming shared by the last two) and
-    scope=layers from a cold cache, each in this process."""
+    """cold, warm, portable (the same setting, one priming shared by the last two),
+    scope=layers from a cold cache and the eager reference, each in this process."""
     root = tmp_path_factory.mktemp("compile-cost")
-    out = {}
+    out = {"root": root}
     for name, extra in (("cold", ["compiler.cache=cold"]), ("warm", ["compiler.cache=warm"]),
                         ("portable", ["compiler.cache=portable"]),
-                        ("layers", ["compiler.cache=cold", "compiler.scope=layers"])):
+                        ("layers", ["compiler.cache=cold", "compiler.scope=layers"]),
+                        ("eager", ["compile=false"])):
         cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}", "train.device=cpu",
                            "wandb.mode=disabled", *TINY, *extra])
         record = run_experiment(cfg, root / name)
@@ -80,3 +83,23 @@ def test_bad_cache_and_scope_values_are_one_line(run):
     foreign = run("model=pyg-sage", "compile=true", "compiler.scope=layers")
     assert foreign.input_error and "compiler.scope=layers" in foreign.reason
     assert "choose one of: model, step" in foreign.reason
+
+
+@pytest.mark.slow
+def test_report_shows_compile_cost_per_cache_state_and_cumulative_time(runs):
+    rows = write_report([runs["root"]], log_to_wandb=False)
+    assert {r.variant for r in rows} == {
+        "eager", "compile-default cache=cold", "compile-default cache=warm",
+        "compile-default cache=portable", "compile-default layers cache=cold"}
+    markdown = (runs["root"] / "report.md").read_text()
+    section = markdown.split("## Compile cost by cache state", 1)[1].split("\n## ", 1)[0]
+    lines = {line.split(" | ")[1]: line for line in section.splitlines()
+             if line.startswith("| sage/cora")}
+    assert len(lines) == 4
+    cold = runs["cold"].compile.times.total_s
+    assert f"| 0/{runs['cold'].compile.cache['fxgraph_misses']} | {cold:.2f} |" in \
+        lines["compile-default cache=cold"]
+    drawn = compile_cost.cumulative_plot(rows, [runs[k] for k in runs if k != "root"],
+                                         runs["root"] / "cumulative_time.png")
+    assert drawn["lines"][0] == "sage/cora eager" and len(drawn["lines"]) == 5
+    assert (runs["root"] / "cumulative_time.png").stat().st_size > 0

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from gnnbench.records import store
+from gnnbench.report.cli import render
 from gnnbench.serve import main
 
 SMALL = ["model=sage", "dataset=cora", "model.hidden=8", "train.device=cpu",
@@ -33,12 +34,12 @@ def served(tmp_path_factory, data_dir, mirror):
     finally:
         os.chdir(here)
     [path] = folder.glob("outputs/serve/*/results.json")
-    return code, printed.getvalue(), store.read(path)
+    return code, printed.getvalue(), store.read(path), folder
 
 
 @pytest.mark.slow
 def test_serve_prints_and_records_latency_per_batch_size(served):
-    code, printed, record = served
+    code, printed, record, _ = served
     assert code == 0 and record.status == "ok"
     cases = {(c.variant, c.batch_size): c for c in record.serving.cases}
     assert set(cases) == {("eager", 1), ("eager", 16), ("compiled", 1), ("compiled", 16)}
@@ -65,3 +66,12 @@ def test_serve_bad_values_are_one_line(capsys):
         "compiled, reduce-overhead, padded")
     assert main(["model=nope"]) == 1
     assert capsys.readouterr().err.startswith("gnnbench.serve: error: unknown model 'nope'")
+
+
+@pytest.mark.slow
+def test_report_has_a_serving_section_and_no_training_row_for_it(served):
+    *_, record, folder = served
+    _, rows, markdown, _ = render([folder], "serve")
+    assert rows == []
+    section = markdown.split("## Serving", 1)[1]
+    assert sum(line.startswith(f"| {record.name} |") for line in section.splitlines()) == 4
