@@ -105,7 +105,8 @@ SERVE_VARIANTS: tuple[str, ...] = typing.get_args(ServeVariant)
 
 class Serve(Settings):
     """`python -m gnnbench.serve` (conf/serve.yaml): a model answering requests for the
-    predictions of a batch of seed nodes, each request sampling its own k-hop neighbourhood."""
+    predictions of a batch of seed nodes, each request sampling its own k-hop neighbourhood.
+    The rest of a serving config is a run's (`Run`), checked as such."""
 
     weights: Literal["random", "trained"]
     batch_sizes: list[int]
@@ -161,7 +162,5 @@ class Run(Settings):
     data_mirror: str | None
     reference_dirs: list[str]
     rerun: Flag
-    # python -m gnnbench.serve only (conf/serve.yaml); training configs have none.
-    serve: Serve | None = None
     # How many jobs hydra/launcher=gpu-pool runs at once; null: one per GPU of this host.
     gpus: Annotated[Count(1) | None, Message(gpus_line)] = Field(default=None)

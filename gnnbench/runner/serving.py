@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from gnnbench import config, data, models
+from gnnbench.config import groups, settings
 from gnnbench.measure import dynamo
 from gnnbench.measure.environment import environment
 from gnnbench.measure.latency import latency_summary, poisson_arrivals
@@ -37,8 +38,11 @@ def run_name(cfg: DictConfig) -> str:
 
 
 def check(cfg: DictConfig) -> None:
-    """The training checks (model, dataset, device...) and the serving ones."""
-    validate(cfg)
+    """The training checks (model, dataset, device...) of everything but `serve`, and the
+    serving ones."""
+    run = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "serve"])
+    validate(run)
+    settings.check(groups.Serve, OmegaConf.to_container(cfg.serve, resolve=True), "serve")
     fanouts = list(cfg.serve.fanouts if cfg.serve.fanouts is not None else cfg.train.fanouts)
     layers = cfg.model.get("num_layers")
     config.require(layers is None or len(fanouts) == layers,
