@@ -103,3 +103,23 @@ def test_report_shows_compile_cost_per_cache_state_and_cumulative_time(runs):
                                          runs["root"] / "cumulative_time.png")
     assert drawn["lines"][0] == "sage/cora eager" and len(drawn["lines"]) == 5
     assert (runs["root"] / "cumulative_time.png").stat().st_size > 0
+
+
+def test_deep_preset_is_a_residual_twelve_layer_sage_on_the_arxiv_size_graph():
+    import torch
+
+    from gnnbench import models
+    from gnnbench.runner import validate
+
+    cfg = make_config(["experiment=deep-sage", "train.device=cpu", "compile=true",
+                       "compiler.scope=layers", "train.batching=neighbor"])
+    validate(cfg)  # neighbour batching: one fan-out per layer
+    assert cfg.dataset.name == "synthetic-arxiv"
+    model = models.build_model(cfg.model, 16, 4).eval()
+    assert len(model.convs) == 12 and model.residual
+    x, edges = torch.randn(30, 16), torch.randint(0, 30, (2, 90))
+    plain = models.build_model(make_config(["experiment=deep-sage", "model.residual=false"]).model,
+                               16, 4).eval()
+    plain.load_state_dict(model.state_dict())
+    with torch.no_grad():  # the same weights: only the skip connections differ
+        assert not torch.allclose(model(x, edges), plain(x, edges))
