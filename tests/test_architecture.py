@@ -13,7 +13,7 @@ from conftest import REPO
 PACKAGE = REPO / "gnnbench"
 # Lower layers never import higher ones; packages of one rank never import each other.
 LAYERS = {"config": 0, "data": 1, "models": 1, "measure": 2, "training": 3, "records": 4,
-          "runner": 5, "report": 5, "cli": 6, "__main__": 7, "benchmarks": 7}
+          "runner": 5, "report": 5, "cli": 6, "serve": 6, "__main__": 7, "benchmarks": 7}
 
 
 def module_name(path: Path) -> str:
@@ -94,7 +94,8 @@ def test_only_records_imports_wandb():
 
 def test_only_measurement_and_compilation_touch_dynamo():
     touching = {m for m in MODULES if uses(m, ("torch._dynamo", "torch._inductor"))}
-    assert touching == {"gnnbench.measure.dynamo", "gnnbench.training.compilation"}
+    assert touching == {"gnnbench.measure.dynamo", "gnnbench.training.compilation",
+                        "gnnbench.training.caches"}
 
 
 def test_test_helpers_are_not_in_the_package():

@@ -88,14 +88,14 @@ def launcher_choices() -> list[str]:
     return sorted({*group_choices("hydra/launcher"), *stored})
 
 
-def compose_config(overrides: list[str]) -> DictConfig:
+def compose_config(overrides: list[str], name: str = "config") -> DictConfig:
     """The config the CLI would build from these overrides, for tests and benchmarks that
-    run experiments in-process."""
+    run experiments in-process; `name="serve"`: what `python -m gnnbench.serve` reads."""
     from hydra import compose, initialize_config_dir
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose(config_name="config", overrides=overrides)
+        return compose(config_name=name, overrides=overrides)
 
 
 def group_choices(group: str) -> list[str]:

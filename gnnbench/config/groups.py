@@ -26,13 +26,22 @@ WandbMode = Literal["auto", "online", "offline", "disabled"]
 Mode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 # model: torch.compile(model); step: forward+loss and the optimizer step compiled (captured
 # as one CUDA graph under a CUDA-graph mode); epoch: the step and the eval forward with the
-# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch.
-Scope = Literal["model", "step", "epoch"]
+# epoch's metrics, each compiled (and captured), metrics read with one copy per epoch;
+# layers: each convolution compiled on its own (regional compilation: identical layers share
+# their compiled code, so compile cost grows with distinct layers, not depth).
+Scope = Literal["model", "step", "epoch", "layers"]
+# The compile caches a compiled run starts with: as-is (whatever this process and the
+# Inductor cache directory already hold: what runs before the cache axis measured), cold (an
+# empty cache directory, in-process caches cleared), warm (the directory a priming run of the
+# same setting filled in another process), portable (an empty directory filled only from the
+# artifacts a priming run saved with torch.compiler.save_cache_artifacts).
+CacheState = Literal["as-is", "cold", "warm", "portable"]
 
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 LAYOUTS: tuple[str, ...] = typing.get_args(Layout)
 MODES: tuple[str, ...] = typing.get_args(Mode)
 SCOPES: tuple[str, ...] = typing.get_args(Scope)
+CACHE_STATES: tuple[str, ...] = typing.get_args(CacheState)
 
 
 # Free text that the command line may type as a number (wandb.group=2024).
@@ -87,6 +96,40 @@ class Compiler(Settings):
     fullgraph: Flag
     backend: str
     scope: Scope
+    cache: CacheState = "as-is"
+
+
+ServeVariant = Literal["eager", "compiled", "reduce-overhead", "padded"]
+SERVE_VARIANTS: tuple[str, ...] = typing.get_args(ServeVariant)
+
+
+class Serve(Settings):
+    """`python -m gnnbench.serve` (conf/serve.yaml): a model answering requests for the
+    predictions of a batch of seed nodes, each request sampling its own k-hop neighbourhood.
+    The rest of a serving config is a run's (`Run`), checked as such."""
+
+    weights: Literal["random", "trained"]
+    batch_sizes: list[int]
+    variants: list[str]
+    requests: Count(5)
+    warmup_requests: Count(1)
+    open_loop_requests: Count(0)
+    rate: Real(above=0) | None
+    load: Real(above=0)
+    fanouts: list[int] | None
+    seed: Count(0)
+
+    @model_validator(mode="after")
+    def _lists(self) -> Serve:
+        require(bool(self.batch_sizes) and all(
+            isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in self.batch_sizes),
+            f"serve.batch_sizes={self.batch_sizes} must be a non-empty list of integers >= 1, "
+            "e.g. [1, 16, 256, 4096]")
+        bad = [v for v in self.variants if v not in SERVE_VARIANTS]
+        require(bool(self.variants) and not bad,
+                f"serve.variants={(bad or [None])[0]!r} is not valid; choose one of: "
+                f"{', '.join(SERVE_VARIANTS)}")
+        return self
 
 
 class Graph(Settings):

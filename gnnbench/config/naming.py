@@ -15,7 +15,8 @@ def variant_label(cfg: Mapping) -> str:
             return "eager-captured" + (" paired" if cfg["train"].get("paired") else "")
         return "eager"
     c = cfg["compiler"]
-    extras = [c["scope"] if c.get("scope") in ("step", "epoch") else "",
+    extras = [c["scope"] if c.get("scope") in ("step", "epoch", "layers") else "",
+              f"cache={c['cache']}" if c.get("cache", "as-is") != "as-is" else "",
               f"dynamic={c['dynamic']}" if c["dynamic"] is not True else "",
               "fullgraph=False" if c["fullgraph"] is not True else "",
               f"backend={c['backend']}" if c["backend"] != "inductor" else "",

@@ -90,6 +90,9 @@ def _validate_distributed(cfg: groups.Run) -> None:
                 "train.distributed='ddp' with compile=true needs compiler.fullgraph=false: "
                 "dynamo breaks the graph around DDP's own forward by design (the model "
                 "inside is compiled as one graph, split at DDP's gradient buckets)")
+        require(cfg.compiler.cache == "as-is",
+                f"compiler.cache={cfg.compiler.cache!r} is set up in one process; with "
+                "train.distributed='ddp' choose: as-is")
 
 
 def pool_size(gpus: object) -> int:

@@ -86,6 +86,9 @@ class DynamoRecorder:
         from torch._dynamo.utils import counters
 
         reset()
+        from torch._dynamo.utils import clear_compilation_metrics
+
+        clear_compilation_metrics()  # this run's compiles only (compile_times)
         try:  # dynamo logs a break's stack once per process; each run wants its own
             from torch._dynamo.utils import reset_graph_break_dup_checker
 
@@ -157,7 +160,33 @@ class DynamoRecorder:
                                                      recompiles, strict=True)
                                 if (site := sites.recompile(m, r)) is not None],
             "cache": self.cache(),
+            "times": self.compile_times(),
         }
+
+    def compile_times(self) -> dict:
+        """Where this run's compile time went, from dynamo's own per-compile metrics (one
+        entry per compiled frame, cumulative times nested: dynamo ⊃ AOTAutograd ⊃ Inductor
+        ⊃ kernel compilation): `total_s` (every compile, end to end), `dynamo_s` (bytecode
+        tracing and guards), `aot_inductor_s` (AOTAutograd's joint graph and Inductor's
+        lowering and code generation, or the load of a cached graph), `kernel_compile_s`
+        (Triton kernels on a GPU, C++ kernels on a CPU), `autotune_s`, and `inductor_s`
+        (Inductor proper: 0 when every graph came from the cache). Seconds."""
+        from torch._dynamo.utils import get_compilation_metrics
+
+        metrics = get_compilation_metrics()
+
+        def total(field: str) -> float:
+            return sum((getattr(m, field, None) or 0) for m in metrics) / 1e6
+
+        whole, aot = total("dynamo_cumulative_compile_time_us"), \
+            total("aot_autograd_cumulative_compile_time_us")
+        kernels = total("triton_compile_time_us")
+        autotune = total("compile_time_autotune_time_us") + \
+            total("runtime_triton_autotune_time_us")
+        return {"frames": len(metrics), "total_s": whole, "dynamo_s": max(whole - aot, 0.0),
+                "aot_inductor_s": max(aot - kernels, 0.0), "kernel_compile_s": kernels,
+                "autotune_s": autotune, "inductor_s": total("inductor_cumulative_compile_time_us"),
+                "cache_saved_s": sum((m.remote_cache_time_saved_s or 0) for m in metrics)}
 
     def graph_break_sites(self) -> list[dict]:
         found = [sites.graph_break(m) for m in self._handlers[_GRAPH_BREAKS_LOGGER].messages]

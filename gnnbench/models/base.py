@@ -39,6 +39,9 @@ class GNN(nn.Module):
         input_dropout: Real(at_least=0, below=1) = 0.0
         batch_norm: Flag = False
         activation: Literal["relu", "elu"] = "relu"
+        # A hidden layer adds its input to its output (deep models: gradients reach the
+        # first layers; experiment=deep-sage). Only where widths agree: not the first or last.
+        residual: Flag = False
 
     uses_edge_weight = False  # whether the convolution takes per-edge weights
     gnnbench_native = True  # built from the model group as a whole, wherever it is defined
@@ -59,6 +62,7 @@ class GNN(nn.Module):
         self.dropout = float(o.dropout)
         self.input_dropout = float(o.input_dropout)
         self.activation = ACTIVATIONS[o.activation]
+        self.residual = bool(o.residual)
 
     @classmethod
     def settings(cls, options: Any) -> Options:
@@ -90,12 +94,15 @@ class GNN(nn.Module):
         """Layer i without dropout: what layer-wise inference applies to all nodes in turn."""
         conv = self.convs[i]
         if isinstance(edge_index, CSRAdjacency):  # the same weights, aggregated by one SpMM
-            x = self.aggregate_csr(i, x, edge_index)
+            out = self.aggregate_csr(i, x, edge_index)
         elif self.uses_edge_weight:
-            x = conv(x, edge_index, edge_weight)
+            out = conv(x, edge_index, edge_weight)
         else:
-            x = conv(x, edge_index)
-        return self.activation(self.norms[i](x)) if i < len(self.convs) - 1 else x
+            out = conv(x, edge_index)
+        if i == len(self.convs) - 1:
+            return out
+        out = self.activation(self.norms[i](out))
+        return out + x if self.residual and i > 0 else out
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         x = F.dropout(x, p=self.input_dropout, training=self.training)

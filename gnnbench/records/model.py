@@ -173,12 +173,47 @@ class Memory(Part):
     peak_bytes: float | None = None
 
 
+class CompileTimes(Part):
+    """Where a run's compile time went (measure/dynamo.compile_times), seconds; absent from
+    records older than the cache axis."""
+
+    frames: int | None = None
+    total_s: float | None = None
+    dynamo_s: float | None = None
+    aot_inductor_s: float | None = None
+    kernel_compile_s: float | None = None
+    autotune_s: float | None = None
+    inductor_s: float | None = None
+    cache_saved_s: float | None = None
+
+
+class CacheSetup(Part):
+    """The compile cache a run was started with (`compiler.cache`, runner/priming.py): the
+    state asked for, and for warm and portable the priming run's own compile time, the
+    portable artifacts' size and what loading them filled in. None for `as-is`."""
+
+    state: str
+    primed_now: bool | None = None
+    prime_compile_s: float | None = None
+    prime_wall_s: float | None = None
+    artifacts_bytes: int | None = None
+    artifacts_loaded: dict[str, int] | None = None
+    load_s: float | None = None
+    setup_s: float | None = None
+
+
 class Compile(Part):
     graphs: int | None = None
     graph_breaks: int
     recompiles: int
     graph_break_reasons: list = []
     recompile_reasons: list = []
+    # Lookups in Inductor's FX-graph and AOTAutograd's caches (hits, misses, each cache's).
+    cache: dict[str, int] | None = None
+    times: CompileTimes | None = None
+    cache_setup: CacheSetup | None = None
+    # scope=layers: how many modules were compiled on their own.
+    regions: int | None = None
 
 
 class CudaGraphAudit(Part):
@@ -281,6 +316,56 @@ class Scaling(Part):
     throughput_nodes_per_s: float | None = None
 
 
+class Latency(Part):
+    """Request latencies boiled down (measure/latency.py), milliseconds."""
+
+    n: int
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    p50_ci_ms: list[float] | None = None
+    p95_ci_ms: list[float] | None = None
+    p99_ci_ms: list[float] | None = None
+
+
+class OpenLoop(Part):
+    rate_rps: float
+    achieved_rps: float | None = None
+    kept_up: bool | None = None
+    latency: Latency
+
+
+class ServingCase(Part):
+    """One variant at one batch size of a serving run (runner/serving.py)."""
+
+    variant: str
+    batch_size: int
+    status: str
+    reason: str | None = None
+    seeds: int | None = None
+    first_request_ms: float | None = None
+    closed: Latency | None = None
+    throughput_rps: float | None = None
+    open: OpenLoop | None = None
+    distinct_shapes: int | None = None
+    graphs: int | None = None
+    recompiles: int | None = None
+    compile_s: float | None = None
+    cudagraph_recordings: int | None = None
+    padding: dict | None = None
+
+
+class Serving(Part):
+    """A serving run's answers (`python -m gnnbench.serve`): its weights (random ones are
+    declared), fan-outs, precision and one case per variant and batch size."""
+
+    weights: str
+    fanouts: list[int]
+    precision: str
+    cases: list[ServingCase]
+
+
 class Record(Part):
     """One run: its outcome (`status`, `reason`), how it was made (`config`, `env`) and what
     it measured. `path` and `folder`: where it was read from (never written)."""
@@ -305,6 +390,7 @@ class Record(Part):
     distributed: Distributed | None = None
     scaling: Scaling | None = None
     graph_break: dict | None = None
+    serving: Serving | None = None
     epochs: list[Epoch] = []
     started_at: float | None = None
     ended_at: float | None = None
@@ -330,7 +416,7 @@ class Record(Part):
 def finished_problem(record: Record) -> str | None:
     """What a finished (ok) run lacks of what the report and the comparisons read of it;
     checked where records are read and written, not while a run fills its record in."""
-    if record.status != "ok":
+    if record.status != "ok" or record.serving is not None:  # serving: no epochs
         return None
     for key in ("timing", "memory", "accuracy"):
         if getattr(record, key) is None:

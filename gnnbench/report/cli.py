@@ -13,7 +13,7 @@ from pathlib import Path
 from gnnbench.config import files
 from gnnbench.records import publish, store, sweep
 from gnnbench.records.model import Record
-from gnnbench.report import header, headline, plots
+from gnnbench.report import compile_cost, header, headline, plots
 from gnnbench.report.markdown import report_markdown
 from gnnbench.report.rows import COLUMNS, Row, build_rows
 
@@ -23,9 +23,10 @@ def render(folders: list[Path], title: str) -> tuple[list[Record], list[Row], st
     `write_report` writes, and what a committed report must equal."""
     # Records no reader can use (a command that never composed has no config) are skipped
     # with a warning each, by the store.
-    runs = store.find(folders)
+    found = store.find(folders)
+    runs = [r for r in found if r.serving is None]  # training runs: the table's
     rows = build_rows(runs)
-    markdown = report_markdown(title, runs, rows)
+    markdown = report_markdown(title, runs, rows, serving=[r for r in found if r.serving])
     incomplete = completeness(folders, runs)
     if incomplete:  # first thing under the title: the figures below miss these jobs
         head, rest = markdown.split("\n\n", 1)
@@ -50,8 +51,10 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
     device = ", ".join(header.devices(runs))
     plots.speedup_bars(rows, out / "speedup.png", device)
     plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device)
+    cumulative = compile_cost.cumulative_plot(rows, runs, out / "cumulative_time.png")
     print(markdown)
-    print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png)")
+    print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png"
+          f"{', cumulative_time.png' if cumulative else ''})")
     if log_to_wandb and runs:
         settings = runs[0].config.wandb
         offline = publish.publish_report([row.cells() for row in rows], COLUMNS, settings, out,

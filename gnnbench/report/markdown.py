@@ -6,8 +6,10 @@ from __future__ import annotations
 from gnnbench.records.compare import run_stability
 from gnnbench.records.model import Env, Record
 from gnnbench.report import header, sites
+from gnnbench.report.compile_cost import compile_cost_markdown
 from gnnbench.report.headline import overhead_cell, speedup_cell
 from gnnbench.report.rows import Row, groups, stability_warnings, variant_cell
+from gnnbench.report.serving import serving_markdown
 from gnnbench.report.summary import PAIRED_EPOCH
 
 
@@ -164,8 +166,10 @@ def runs_markdown(runs: list[Record]) -> str:
     return "\n".join([*lines, "", "</details>"])
 
 
-def report_markdown(title: str, runs: list[Record], rows: list[Row]) -> str:
-    """The whole of report.md: header, table, stability warnings."""
+def report_markdown(title: str, runs: list[Record], rows: list[Row],
+                    serving: list[Record] = ()) -> str:
+    """The whole of report.md: header, table, stability warnings; the compile cost by cache
+    state and serving sections where records have them."""
     members = [m for _, m in groups(runs)]
     warnings = [stability_warnings(m) for m in members]
     disagree = [any(who == "runs" for who, _ in found) for found in warnings]
@@ -182,6 +186,9 @@ def report_markdown(title: str, runs: list[Record], rows: list[Row]) -> str:
     where = sites.report_section(rows, members)
     if where:
         parts.append(where)
+    for section in (compile_cost_markdown(rows, runs), serving_markdown(list(serving))):
+        if section:
+            parts.append(section)
     if listed:
         parts.append("## Timing stability warnings\n\n"
                      "Quote these rows' times and speedups with care (README, \"Timing "

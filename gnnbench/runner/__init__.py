@@ -22,7 +22,7 @@ from gnnbench.measure.environment import environment
 from gnnbench.measure.summary import rank_timing, timing_summary
 from gnnbench.records import compare, identity, publish, store
 from gnnbench.records.model import CommandRecord, Record, Timing, new_record
-from gnnbench.runner import distributed, interrupts, loop
+from gnnbench.runner import distributed, interrupts, loop, priming
 from gnnbench.training import compilation, sampler
 from gnnbench.training.precision import matmul_precision
 
@@ -44,6 +44,13 @@ def validate(cfg: DictConfig) -> None:
                        f"graph.layout=csr-op aggregates by one SpMM: it supports gcn "
                        f"(normalize=precompute) and sage (aggr=mean), not "
                        f"model={cfg.model.name}")
+    if cfg.compile and cfg.compiler.scope == "layers":
+        config.require(not models.foreign_model(cfg.model),
+                       f"compiler.scope=layers compiles gnnbench's own layers one by one; model "
+                       f"{cfg.model.name} is not one of them: choose one of: model, step")
+        config.require(layout in ("coo", "edge_index"),
+                       f"compiler.scope=layers compiles each convolution, which graph.layout="
+                       f"{layout} bypasses: choose one of: coo, edge_index")
     if cfg.train.batching == "neighbor" and cfg.train.sampler == "pyg":
         config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "
                        "torch-sparse; choose one of: auto, gnnbench")
@@ -76,7 +83,8 @@ def _overrides() -> list[str]:
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
                    wandb_group: str | None = None, log_dir: Path | None = None,
                    devices: list[torch.device] | None = None,
-                   live_progress: bool = True) -> Record | CommandRecord | None:
+                   live_progress: bool = True,
+                   prime_root: Path | None = None) -> Record | CommandRecord | None:
     """Run one configuration, write `out_dir/results.json`, then log it to W&B; never raises
     for a failed run. A compiled run compares itself with the newest eager record of the
     same setting and seed found under `reference_dirs` whose own timing checks passed (the
@@ -86,7 +94,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     than 0 started by torchrun or srun (rank 0 records the run). Bad input (a `ConfigError`:
     a value, a dataset with no files) is recorded with `input_error` and not logged to W&B;
     a value of a type no run's record holds (compile=maybe) as a command that could not run.
-    `live_progress=False`: plain progress lines even on a terminal (jobs side by side)."""
+    `live_progress=False`: plain progress lines even on a terminal (jobs side by side).
+    `prime_root`: where warm and portable runs keep the priming of their setting (default:
+    the folder of `out_dir`, so the runs of one sweep share it)."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
     try:
@@ -104,6 +114,7 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     record.env = environment(None)
     ddp = cfg.train.get("distributed") == "ddp"
     stopped_at_once: BaseException | None = None
+    cache_setup: dict | None = None
     try:
         validate(cfg)
         device = devices[0] if devices else config.resolve_device(cfg.train.device)
@@ -113,7 +124,9 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             if device.type == "cuda":
                 torch.cuda.set_device(device)
             record.env = environment(device)
-            with matmul_precision(cfg.train.get("precision", "fp32")), \
+            primes = prime_root or out_dir.parent
+            with priming.compile_cache(cfg, device, primes) as cache_setup, \
+                    matmul_precision(cfg.train.get("precision", "fp32")), \
                     dynamo.DynamoRecorder() if cfg.compile else nullcontext() as recorder:
                 loop.train_epochs(cfg, device, record, recorder, live_progress)
     except config.ConfigError as exc:  # bad input (a value, a missing dataset): the user's
@@ -127,6 +140,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     if ddp and not distributed.records_run():
         return None
     wall_s = time.perf_counter() - started
+    if cache_setup is not None:  # the priming ran before, elsewhere: not this run's time
+        wall_s -= cache_setup.get("setup_s", 0.0)
+        if record.compile is not None:
+            record.compile.cache_setup = cache_setup
     if record.epochs:
         warmup = min(cfg.train.warmup_epochs, len(record.epochs) - 1)
         # A captured eager step also pays once, for the capture: it counts as one-off cost.

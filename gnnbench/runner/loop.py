@@ -111,7 +111,8 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
             expected, why = compilation.expected_graph_breaks(
                 snapshot, cfg.compiler, ddp=cfg.train.get("distributed") == "ddp")
             record.compile = {**snapshot, "expected_graph_breaks": expected,
-                              "expected_why": why}
+                              "expected_why": why,
+                              **({"regions": trainer.regions} if trainer.regions else {})}
             record.cuda_graph_audit = _cuda_graph_audit(trainer, recorder, device)
             record.cuda_graphs = record.cuda_graph_audit.used
         else:

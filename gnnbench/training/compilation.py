@@ -67,6 +67,21 @@ def compile_model(model: nn.Module, cfg: DictConfig) -> Callable:
                          fullgraph=cfg.fullgraph, backend=cfg.backend)
 
 
+def compile_layers(model: nn.Module, cfg: DictConfig) -> int:
+    """`compiler.scope=layers`: each convolution of a gnnbench model compiled on its own, in
+    place (`nn.Module.compile`), so everything that calls the layer (the forward, layer-wise
+    inference) runs it compiled and the model stays the model (its state, its eager twin).
+    Dynamo keys compiled code by the layer's code and guards; parameters are graph inputs,
+    so layers of one class and shape share one compiled graph: compile cost grows with the
+    distinct layers (first, middle, last), not with depth. Batch norm, activation and
+    dropout between layers stay eager. Returns how many layers were compiled."""
+    convs = list(getattr(model, "convs", ()))
+    for conv in convs:
+        conv.compile(mode=cfg.mode, dynamic=cfg.dynamic, fullgraph=cfg.fullgraph,
+                     backend=cfg.backend)
+    return len(convs)
+
+
 def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) -> str:
     """Which CUDA graphs a compiled setting asks for (`cfg` is the `compiler` group):
     `cudagraph trees` (Inductor's, model scope under a CUDA-graph mode), `whole step`
@@ -77,7 +92,7 @@ def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) 
     got is observed separately (Inductor's counters, `CapturedStep.captured`)."""
     if device.type != "cuda" or cfg.mode not in _WITHOUT_CUDAGRAPHS:
         return "none"
-    if cfg.scope == "model":
+    if cfg.scope in ("model", "layers"):
         return "cudagraph trees"
     if batching != "full":
         return "none"

@@ -46,6 +46,8 @@ class Trainer:
     # Whether this process evaluates, reports progress and records the run: every trainer
     # but the ranks of a DDP run other than rank 0 (training/distributed.py).
     is_main = True
+    # compiler.scope=layers: how many layers were compiled on their own.
+    regions: int | None = None
 
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
@@ -119,6 +121,9 @@ class Trainer:
     def _compiled(self, model: torch.nn.Module) -> Callable[..., Tensor]:
         """torch.compile of what trains; for a foreign model, of the user's module itself,
         as its author would compile it, so dynamo's reports name the user's code."""
+        if self.cfg.compiler.get("scope") == "layers":  # each convolution on its own
+            self.regions = compilation.compile_layers(model, self.cfg.compiler)
+            return self.trained
         if self.foreign and self.trained is model:
             return model.with_compiled(compilation.compile_model(model.model, self.cfg.compiler))
         return compilation.compile_model(self.trained, self.cfg.compiler)
