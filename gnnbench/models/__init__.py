@@ -19,9 +19,11 @@ from gnnbench.config.sources import is_foreign
 from gnnbench.models import foreign
 from gnnbench.models.base import GNN
 from gnnbench.models.foreign import Foreign
+from gnnbench.models.readout import GraphClassifier
 
-__all__ = ["GNN", "Foreign", "build_model", "csr_aggregation", "foreign_model", "graph_inputs",
-           "model_class", "options", "settings", "validate"]
+__all__ = ["GNN", "Foreign", "GraphClassifier", "build_graph_classifier", "build_model",
+           "csr_aggregation", "foreign_model", "graph_inputs", "model_class", "options",
+           "settings", "validate"]
 
 
 def model_class(cfg: DictConfig) -> type[GNN]:
@@ -90,6 +92,18 @@ def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> nn.Modu
         if isinstance(exc.__cause__, ConfigError):
             raise exc.__cause__ from None
         raise
+
+
+def build_graph_classifier(cfg: DictConfig, in_channels: int,
+                           out_channels: int) -> GraphClassifier:
+    """Graph classification (models/readout.py): gnnbench's model of the group as the node
+    encoder (its last layer `hidden` wide), pooled per graph, then an MLP head."""
+    if foreign_model(cfg):
+        raise ConfigError(f"model {cfg.get('name')} is not one of gnnbench's own: graph "
+                          "classification pools gnnbench's layers; choose one of: gcn, "
+                          "sage, gat, gin")
+    gnn = build_model(cfg, in_channels, settings(cfg).hidden)
+    return GraphClassifier(gnn, out_channels)
 
 
 def graph_inputs(cfg: DictConfig, edge_index: Tensor,
