@@ -158,9 +158,14 @@ def shape_record(trainer: Trainer, record: Record,
     if summary is None:
         return None
     shapes = Shapes.model_validate(summary())
-    shapes.recompiles_per_epoch = [r.recompiles_this_epoch or 0 for r in record.epochs
-                                   ] if recorder is not None else None
+    shapes.recompiles_per_epoch = None
     if recorder is not None:
+        per_epoch = [r.recompiles_this_epoch or 0 for r in record.epochs]
+        # An epoch a failure cut short (the recompile limit, under fullgraph=True) has no
+        # row: its recompilations are the last entry.
+        unfinished = recorder.recompiles() - (record.epochs[-1].recompiles or 0
+                                              if record.epochs else 0)
+        shapes.recompiles_per_epoch = per_epoch + ([unfinished] if unfinished > 0 else [])
         hits = recorder.recompile_limit_hits()
         shapes.recompile_limit = compilation.recompile_limit()
         shapes.recompile_limit_hit = bool(hits)
