@@ -76,6 +76,8 @@ def _validate_level(cfg: DictConfig, level: str, layout: str) -> None:
     config.require(layout == "coo", f"graph.layout={layout} is not supported for dataset "
                    f"{name} ({what}); choose coo")
     if level == "hetero":
+        config.require(models.hetero_capable(cfg.model), f"model {cfg.model.name} has no "
+                       f"heterogeneous form; dataset {name} is {what}: choose one of: sage, rgcn")
         config.require(policy == "exact", f"train.shape_policy={policy} shapes batches of "
                        f"whole graphs; dataset {name} is one heterogeneous graph: choose exact")
         return
