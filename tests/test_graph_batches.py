@@ -12,6 +12,7 @@ from conftest import make_config
 from gnnbench.data.synthetic_graphs import generate_graphs, random_split
 from gnnbench.report.markdown import shapes_markdown
 from gnnbench.report.rows import build_rows, columns
+from gnnbench.report.summary import format_summary
 from gnnbench.runner import run_experiment
 
 # 400 graphs (320 train in 5 batches of 64, 40 val and 40 test in one batch each); GIN
@@ -114,6 +115,7 @@ def test_static_shapes_on_exact_batches_hit_the_recompile_limit_and_say_so(runs)
     assert "size mismatch" in shapes.recompile_limit_hits[0]
     assert result.compile.recompiles >= 1 and shapes.recompiles_per_epoch[0] >= 1
     assert shapes.distinct_shapes == shapes.calls == 3  # the third shape failed the run
+    assert "dynamo's recompile limit (2) was hit" in format_summary(result)
 
 
 @pytest.mark.slow
