@@ -80,3 +80,30 @@ def test_models_without_a_heterogeneous_form_are_refused(tmp_path):
                             tmp_path / "run")
     assert result.status == "error" and result.input_error
     assert "model gat has no heterogeneous form" in result.reason and "sage, rgcn" in result.reason
+
+
+def test_ogbn_mag_loads_through_ogb_from_its_extracted_layout(tmp_path):
+    """A small mag-shaped graph written in ogbn-mag's layout (tests/support/ogb_layout.py),
+    read by ogb's own loader from data_mirror, trained eagerly for a few epochs."""
+    from support.ogb_layout import write_ogbn_mag_raw
+
+    cfg = Options(num_papers=300, num_authors=400, num_institutions=10, num_fields=30,
+                  num_writes=1500, num_cites=1000, num_has_topic=1500, num_affiliated_with=300,
+                  num_features=8, num_classes=5, homophily=0.6, feature_signal=1.0,
+                  power_law=2.5, train_fraction=0.6, val_fraction=0.2)
+    data = generate_hetero(cfg, torch.device("cpu"))
+    stored = data.edge_type_subgraph([t for t in data.edge_types if not t[1].startswith("rev_")])
+    splits = {"train": torch.arange(0, 180), "val": torch.arange(180, 240),
+              "test": torch.arange(240, 300)}
+    write_ogbn_mag_raw(tmp_path / "mirror", stored, splits)
+    result = run_experiment(make_config([
+        f"data_dir={tmp_path / 'data'}", f"data_mirror={tmp_path / 'mirror'}",
+        "dataset=ogbn-mag", "model=rgcn", "train.epochs=3", "train.warmup_epochs=1",
+        "train.device=cpu", "wandb.mode=disabled"]), tmp_path / "run")
+    assert result.status == "ok", result.reason
+    info = result.dataset
+    assert info.source == "ogb" and info.split_sizes.model_dump() == {"train": 180, "val": 60,
+                                                                     "test": 60}
+    assert info.num_nodes == {"author": 400, "field_of_study": 30, "institution": 10,
+                              "paper": 300}
+    assert any(k.endswith("rev_writes__author") for k in info.num_edges)  # reverses added
