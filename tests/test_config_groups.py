@@ -42,7 +42,7 @@ def needed(group: str, option: str, tmp_path) -> list[str]:
         np.savez(tmp_path / "g.npz", x=np.ones((3, 2), np.float32), y=np.zeros(3, np.int64),
                  edge_index=np.array([[0, 1], [1, 2]]))
         return [f"dataset.path={tmp_path / 'g.npz'}"]
-    if option in ("synthetic-hetero", "synthetic-mag"):  # only sage and rgcn have hetero forms
+    if option in ("synthetic-hetero", "synthetic-mag", "ogbn-mag"):  # only sage and rgcn are hetero
         return ["model=sage"]
     return []
 

@@ -112,16 +112,19 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
 def _graph_task(cfg: DictConfig, parts: dict, started: float) -> GraphTask:
     task = GraphTask(name=cfg.name, graphs=parts["graphs"], splits=parts["splits"],
                      num_features=parts["num_features"], num_classes=parts["num_classes"],
-                     accuracy=parts["accuracy"])
+                     accuracy=parts["accuracy"], metric=parts.get("metric", "accuracy"))
     labels = torch.cat([g.y.reshape(-1) for g in task.graphs])
     task.info = {
         **parts.get("info", {}),
         "level": "graph",
+        "metric": task.metric,
         "num_graphs": len(task.graphs),
         "num_features": task.num_features,
         "num_classes": task.num_classes,
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
-        "test_majority_share": majority_share(labels[task.splits["test"]]),
+        # The metric's chance level: the commonest class's share, or for ROC-AUC 0.5.
+        "test_majority_share": (0.5 if task.metric == "rocauc"
+                                else majority_share(labels[task.splits["test"]])),
         "load_s": time.perf_counter() - started,
     }
     return task

@@ -43,8 +43,11 @@ class GraphTask:
     splits: dict[str, Tensor]
     num_features: int
     num_classes: int
+    # "accuracy": `accuracy(predicted class, label)`; "rocauc" (ogbg-molhiv's metric):
+    # `accuracy(score of class 1, label)`. Either way the run's val_acc/test_acc hold it.
     accuracy: Callable[[Tensor, Tensor], float]
     info: dict = field(default_factory=dict)
+    metric: str = "accuracy"
 
 
 @dataclass

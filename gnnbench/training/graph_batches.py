@@ -68,6 +68,7 @@ class Inputs(NamedTuple):
     num_graphs: int  # the pooling's output rows (padded: batch_size + 1)
     y: Tensor
     real: tuple[int, int]  # (nodes, edges) before padding
+    real_graphs: int  # the batch's graphs before the padding graph
 
     def model_inputs(self) -> tuple:
         return self.x, self.edge_index, self.edge_weight, self.batch, self.num_graphs
@@ -105,6 +106,8 @@ class GraphBatchTrainer:
         generator = torch.Generator().manual_seed(int(train.seed))
         self.loader = DataLoader(train_graphs, batch_size=self.batch_size, shuffle=True,
                                  generator=generator)
+        self.labels = {split: torch.cat([graphs[i].y for i in task.splits[split].tolist()])
+                       for split in EVAL_SPLITS}
         self.eval_batches = {split: [self._inputs(b) for b in DataLoader(
             [graphs[i] for i in task.splits[split].tolist()], batch_size=self.batch_size)]
             for split in EVAL_SPLITS}
@@ -137,7 +140,8 @@ class GraphBatchTrainer:
             return self._padded(x, edge_index, weight, index, y)
         if self.policy == "mark_dynamic":
             compilation.mark_dynamic((x, 0), (edge_index, 1), (weight, 0), (index, 0), (y, 0))
-        return Inputs(x, edge_index, weight, index, graphs, y, (x.size(0), edge_index.size(1)))
+        return Inputs(x, edge_index, weight, index, graphs, y, (x.size(0), edge_index.size(1)),
+                      graphs)
 
     def _padded(self, x: Tensor, edge_index: Tensor, weight: Tensor | None, index: Tensor,
                 y: Tensor) -> Inputs:
@@ -153,7 +157,7 @@ class GraphBatchTrainer:
                       torch.cat([index, index.new_full((nodes - n,), self.batch_size)]),
                       slots,
                       torch.cat([y, y.new_full((slots - y.numel(),), IGNORE_LABEL)]),
-                      (n, e))
+                      (n, e), y.numel())
 
     def _call(self, v: Variant, inputs: Inputs) -> Tensor:
         """The model on one batch; its shape as the model sees it is logged."""
@@ -178,10 +182,9 @@ class GraphBatchTrainer:
             inputs = timer.measure("transfer_s", lambda b=batch: self._inputs(b))
             loss = timer.measure("compute_s", lambda x=inputs: step(x))
             total, count = total + loss, count + 1
-        correct = timer.measure("eval_s", lambda: self._evaluate(v))
+        scores = timer.measure("eval_s", lambda: self._evaluate(v))
         seconds = timer.read()
-        acc = {split: c / max(self.task.splits[split].numel(), 1)
-               for split, c in zip(EVAL_SPLITS, correct.tolist(), strict=True)}
+        acc = self._scores(scores)
         stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
         return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
                 "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
@@ -189,17 +192,30 @@ class GraphBatchTrainer:
                 "distinct_shapes": len(self.shapes.shapes)}
 
     @torch.no_grad()
-    def _evaluate(self, v: Variant) -> Tensor:
-        """Correct predictions per evaluated split, counted on the device (one read)."""
+    def _evaluate(self, v: Variant) -> list[Tensor]:
+        """Per evaluated split, on the device: the correct predictions (one count), or, for
+        a ROC-AUC task, every graph's score of class 1 (read once, after timing)."""
         v.model.eval()
-        counts = []
+        out = []
         for split in EVAL_SPLITS:
-            correct = torch.zeros((), device=self.device, dtype=torch.long)
+            found = []
             for inputs in self.eval_batches[split]:
-                pred = self._call(v, inputs).argmax(dim=-1)
-                correct += (pred == inputs.y).sum()  # padding labels (-100) never match
-            counts.append(correct)
-        return torch.stack(counts)
+                logits = self._call(v, inputs)
+                if self.task.metric == "rocauc":
+                    found.append(logits[: inputs.real_graphs].softmax(dim=-1)[:, 1])
+                else:  # padding labels (-100) never match
+                    found.append((logits.argmax(dim=-1) == inputs.y).sum())
+            out.append(torch.cat(found) if self.task.metric == "rocauc"
+                       else torch.stack(found).sum())
+        return out
+
+    def _scores(self, found: list[Tensor]) -> dict[str, float]:
+        if self.task.metric == "rocauc":
+            return {split: self.task.accuracy(scores.cpu(), self.labels[split])
+                    for split, scores in zip(EVAL_SPLITS, found, strict=True)}
+        counts = torch.stack(found).tolist()
+        return {split: c / max(self.task.splits[split].numel(), 1)
+                for split, c in zip(EVAL_SPLITS, counts, strict=True)}
 
     def agree(self, value: int) -> int:
         return value

@@ -102,3 +102,33 @@ def write_ogbn_mag_raw(directory: Path, graph, splits: Mapping[str, Tensor]) -> 
         _write_csv_gz(split / "paper" / f"{theirs}.csv.gz", splits[ours].long().numpy())
     (root / "RELEASE_v2.txt").write_text("ogbn-mag version 2, written by the test suite\n")
     return root
+
+
+def write_ogbg_raw(directory: Path, name: str, graphs: list, splits: Mapping[str, Tensor]) -> Path:
+    """Write molecules (PyG Data: integer x [nodes, 9] in OGB's atom columns, each bond once
+    in edge_index, integer edge_attr [bonds, 3], a [1] label y) in an ogbg dataset's
+    extracted layout: raw/{edge, node-feat, edge-feat, graph-label, num-node-list,
+    num-edge-list}.csv.gz (node ids local to each graph; ogb adds the inverse bonds),
+    split/<type>/{train,valid,test}.csv.gz and RELEASE_v1.txt. Returns the dataset dir."""
+    import pandas as pd
+    from ogb import graphproppred
+
+    master = pd.read_csv(Path(graphproppred.__file__).parent / "master.csv", index_col=0,
+                         keep_default_na=False)
+    meta = {str(k): str(v) for k, v in master[name].items()}
+    root = Path(directory) / dir_name(name)
+    raw = root / "raw"
+    cat = lambda key: torch.cat([getattr(g, key) for g in graphs])  # noqa: E731
+    _write_csv_gz(raw / "edge.csv.gz", torch.cat([g.edge_index.t() for g in graphs]).numpy())
+    _write_csv_gz(raw / "node-feat.csv.gz", cat("x").long().numpy())
+    _write_csv_gz(raw / "edge-feat.csv.gz", cat("edge_attr").long().numpy())
+    _write_csv_gz(raw / "graph-label.csv.gz", cat("y").view(-1, 1).long().numpy())
+    _write_csv_gz(raw / "num-node-list.csv.gz", np.array([g.num_nodes for g in graphs]))
+    _write_csv_gz(raw / "num-edge-list.csv.gz",
+                  np.array([g.edge_index.size(1) for g in graphs]))
+    for ours, theirs in SPLIT_NAMES.items():
+        _write_csv_gz(root / "split" / meta["split"] / f"{theirs}.csv.gz",
+                      splits[ours].long().numpy())
+    (root / f"RELEASE_v{meta['version']}.txt").write_text(
+        f"{name} version {meta['version']}, written by the test suite\n")
+    return root
