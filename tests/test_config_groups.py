@@ -42,6 +42,8 @@ def needed(group: str, option: str, tmp_path) -> list[str]:
         np.savez(tmp_path / "g.npz", x=np.ones((3, 2), np.float32), y=np.zeros(3, np.int64),
                  edge_index=np.array([[0, 1], [1, 2]]))
         return [f"dataset.path={tmp_path / 'g.npz'}"]
+    if option in ("synthetic-hetero", "synthetic-mag", "ogbn-mag"):  # only sage and rgcn are hetero
+        return ["model=sage"]
     return []
 
 
@@ -67,6 +69,8 @@ def sweep_jobs(cfg) -> list[list[str]]:
 @pytest.mark.parametrize(("preset", "count", "stride"), [
     ("reference", 2 * 4 * 5 * 3, 3),   # seeds only change train.seed
     ("matrix", 4 * 2 * 3 * 3 * 2, 5),  # a sample: every model, workload, precision, layout
+    ("graph-batches", 2 * 2 * 4 * 3, 3),  # models x shape policies x variants x seeds
+    ("hetero", 2 * 2 * 4 * 3, 3),  # models x workloads x variants x seeds
 ])
 def test_sweep_presets_jobs_compose_and_build(preset, count, stride):
     """A preset's sweep: its jobs compose and build as a job would."""

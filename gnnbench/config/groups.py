@@ -17,6 +17,10 @@ from gnnbench.config.errors import ConfigError, require
 from gnnbench.config.settings import Count, Device, Flag, Message, Real, Settings
 
 Batching = Literal["full", "neighbor"]
+# How mini-batches of whole graphs reach a compiled model: exact (each batch as it comes),
+# mark_dynamic (node and edge dimensions marked dynamic for dynamo), buckets (padded up to a
+# short ladder of node and edge counts, training/graph_batches.py).
+ShapePolicy = Literal["exact", "mark_dynamic", "buckets"]
 Precision = Literal["fp32", "tf32", "bf16"]
 Layout = Literal["coo", "csr", "edge_index", "csr-op"]
 Sampler = Literal["auto", "gnnbench", "pyg"]
@@ -42,6 +46,7 @@ LAYOUTS: tuple[str, ...] = typing.get_args(Layout)
 MODES: tuple[str, ...] = typing.get_args(Mode)
 SCOPES: tuple[str, ...] = typing.get_args(Scope)
 CACHE_STATES: tuple[str, ...] = typing.get_args(CacheState)
+SHAPE_POLICIES: tuple[str, ...] = typing.get_args(ShapePolicy)
 
 
 # Free text that the command line may type as a number (wandb.group=2024).
@@ -77,6 +82,7 @@ class Train(Settings):
     dist_timeout_s: Real(above=0)
     prefetch: Flag
     pad_batches: Flag
+    shape_policy: ShapePolicy = "exact"
 
     @model_validator(mode="after")
     def _timed_epochs(self) -> Train:

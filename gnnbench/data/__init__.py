@@ -18,9 +18,10 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 
 from gnnbench.config import ConfigError, check, group_choices
-from gnnbench.data.task import Task, simple_accuracy
+from gnnbench.data.task import GraphTask, HeteroTask, Task, simple_accuracy
 
-__all__ = ["Task", "load_task", "loader", "settings", "simple_accuracy", "spec", "validate"]
+__all__ = ["GraphTask", "HeteroTask", "Task", "level", "load_task", "loader", "settings",
+           "simple_accuracy", "spec", "validate"]
 
 
 def spec(cfg: DictConfig) -> dict:
@@ -60,9 +61,17 @@ def validate(cfg: DictConfig) -> None:
     settings(cfg)
 
 
+def level(cfg: DictConfig) -> str:
+    """What the dataset's loader gives: `node` (one graph, node labels: every loader
+    before graph-level ones), `graph` (many graphs, a label each) or `hetero` (one graph of
+    several node and edge types). A loader module says which in `LEVEL`."""
+    return getattr(sys.modules.get(loader(cfg).__module__), "LEVEL", "node")
+
+
 def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
-              device: torch.device) -> Task:
-    """Load (or generate) the dataset and move it to `device`."""
+              device: torch.device) -> Task | GraphTask | HeteroTask:
+    """Load (or generate) the dataset and move it to `device` (graph-level datasets stay on
+    the host, where batches are collated)."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
@@ -74,6 +83,10 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
                             _recursive_=False)
     except InstantiationException as exc:
         raise (exc.__cause__ or exc) from None
+    if "graphs" in parts:
+        return _graph_task(cfg, parts, started)
+    if "hetero" in parts:
+        return _hetero_task(cfg, parts, device, started)
     task = Task(
         name=cfg.name,
         x=parts["x"].to(device),
@@ -88,6 +101,49 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
         "num_nodes": task.num_nodes,
         "num_edges": task.edge_index.size(1),
         "num_features": task.num_features,
+        "num_classes": task.num_classes,
+        "split_sizes": {k: v.numel() for k, v in task.splits.items()},
+        "test_majority_share": majority_share(task.y[task.splits["test"]]),
+        "load_s": time.perf_counter() - started,
+    }
+    return task
+
+
+def _graph_task(cfg: DictConfig, parts: dict, started: float) -> GraphTask:
+    task = GraphTask(name=cfg.name, graphs=parts["graphs"], splits=parts["splits"],
+                     num_features=parts["num_features"], num_classes=parts["num_classes"],
+                     accuracy=parts["accuracy"], metric=parts.get("metric", "accuracy"))
+    labels = torch.cat([g.y.reshape(-1) for g in task.graphs])
+    task.info = {
+        **parts.get("info", {}),
+        "level": "graph",
+        "metric": task.metric,
+        "num_graphs": len(task.graphs),
+        "num_features": task.num_features,
+        "num_classes": task.num_classes,
+        "split_sizes": {k: v.numel() for k, v in task.splits.items()},
+        # The metric's chance level: the commonest class's share, or for ROC-AUC 0.5.
+        "test_majority_share": (0.5 if task.metric == "rocauc"
+                                else majority_share(labels[task.splits["test"]])),
+        "load_s": time.perf_counter() - started,
+    }
+    return task
+
+
+def _hetero_task(cfg: DictConfig, parts: dict, device: torch.device,
+                 started: float) -> HeteroTask:
+    data = parts["hetero"].to(device)
+    target = parts["target"]
+    task = HeteroTask(name=cfg.name, data=data, target=target, y=data[target].y,
+                      splits={k: v.to(device) for k, v in parts["splits"].items()},
+                      num_classes=parts["num_classes"], accuracy=parts["accuracy"])
+    task.info = {
+        **parts.get("info", {}),
+        "level": "hetero",
+        "target": target,
+        "num_nodes": {t: int(data[t].num_nodes) for t in data.node_types},
+        "num_edges": {"__".join(t): int(data[t].edge_index.size(1)) for t in data.edge_types},
+        "num_features": int(data[target].x.size(1)),
         "num_classes": task.num_classes,
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
         "test_majority_share": majority_share(task.y[task.splits["test"]]),

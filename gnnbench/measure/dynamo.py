@@ -26,6 +26,11 @@ _CUDAGRAPHS_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
 # Dynamo's DDP optimizer (a compiled DistributedDataParallel model) logs, at INFO, how many
 # gradient buckets, hence subgraphs, it split each graph into.
 _DDP_LOGGER = "torch._dynamo.backends.distributed"
+# Dynamo warns here when a function reached its recompile limit (then runs it eagerly, or,
+# with fullgraph=True, raises FailOnRecompileLimitHit right after).
+_CONVERT_FRAME_LOGGER = "torch._dynamo.convert_frame"
+_LIMIT_HIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|"
+                        r"accumulated_recompile_limit)")
 _DDP_BUCKETS = re.compile(r"DDPOptimizer used bucket cap (\d+) and created (\d+) buckets")
 
 
@@ -114,9 +119,13 @@ class DynamoRecorder:
             logger.handlers = [*(logger.handlers if name not in (_DDP_LOGGER, _GRAPH_BREAKS_LOGGER)
                                  else []), handler]
         logging.getLogger(_DDP_LOGGER).setLevel(logging.INFO)
+        # Listened to, not silenced: the warning still reaches the console and the log.
+        self._limit = _Collect()
+        logging.getLogger(_CONVERT_FRAME_LOGGER).addHandler(self._limit)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        logging.getLogger(_CONVERT_FRAME_LOGGER).removeHandler(self._limit)
         for name in self._handlers:
             logger = logging.getLogger(name)
             logger.propagate, level, logger.handlers = self._saved[name]
@@ -126,6 +135,16 @@ class DynamoRecorder:
     def recompiles(self) -> int:
         """Cheap enough to call every epoch (snapshot() builds lists)."""
         return len(self._handlers[_RECOMPILES_LOGGER].messages)
+
+    def recompile_limit_hits(self) -> list[str]:
+        """Each time a function reached dynamo's recompile limit: dynamo's first two lines
+        (which limit, which function) and the last guard that failed."""
+        hits = []
+        for message in self._limit.messages:
+            if _LIMIT_HIT.search(message):
+                lines = [line.strip() for line in message.splitlines() if line.strip()]
+                hits.append("; ".join(lines[:3]))
+        return hits
 
     def _group(self, group: str) -> dict[str, int]:
         return _diff(Counter(dict(self._counters[group])), self._before[group])
@@ -243,6 +262,10 @@ def classify_failure(exc: BaseException) -> tuple[str, str] | None:
             cause = next((line for line in str(inner).splitlines() if line.strip()), "")
             return "compile_error", (f"{type(exc).__name__} ({first}) "
                                      f"{type(inner).__name__}: {cause.strip()}")
+        if isinstance(exc, dynamo_exc.FailOnRecompileLimitHit):
+            return "compile_error", (f"{type(exc).__name__}: more input shapes than dynamo's "
+                                     "recompile limit with fullgraph=True (shapes.recompile_"
+                                     f"limit_hits has which function and guard): {first}")
         return "compile_error", f"{type(exc).__name__}: {first}"
     return None
 

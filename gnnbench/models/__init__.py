@@ -19,9 +19,11 @@ from gnnbench.config.sources import is_foreign
 from gnnbench.models import foreign
 from gnnbench.models.base import GNN
 from gnnbench.models.foreign import Foreign
+from gnnbench.models.readout import GraphClassifier
 
-__all__ = ["GNN", "Foreign", "build_model", "csr_aggregation", "foreign_model", "graph_inputs",
-           "model_class", "options", "settings", "validate"]
+__all__ = ["GNN", "Foreign", "GraphClassifier", "build_graph_classifier",
+           "build_hetero_classifier", "build_model", "csr_aggregation", "foreign_model",
+           "graph_inputs", "hetero_capable", "model_class", "options", "settings", "validate"]
 
 
 def model_class(cfg: DictConfig) -> type[GNN]:
@@ -90,6 +92,40 @@ def build_model(cfg: DictConfig, in_channels: int, out_channels: int) -> nn.Modu
         if isinstance(exc.__cause__, ConfigError):
             raise exc.__cause__ from None
         raise
+
+
+def build_graph_classifier(cfg: DictConfig, in_channels: int,
+                           out_channels: int) -> GraphClassifier:
+    """Graph classification (models/readout.py): gnnbench's model of the group as the node
+    encoder (its last layer `hidden` wide), pooled per graph, then an MLP head."""
+    if foreign_model(cfg):
+        raise ConfigError(f"model {cfg.get('name')} is not one of gnnbench's own: graph "
+                          "classification pools gnnbench's layers; choose one of: gcn, "
+                          "sage, gat, gin")
+    gnn = build_model(cfg, in_channels, settings(cfg).hidden)
+    return GraphClassifier(gnn, out_channels)
+
+
+def hetero_capable(cfg: DictConfig) -> bool:
+    """Whether the model group has a heterogeneous form (models/hetero.py)."""
+    from gnnbench.models.hetero import RGCN
+    from gnnbench.models.sage import SAGE
+
+    return not foreign_model(cfg) and issubclass(model_class(cfg), (SAGE, RGCN))
+
+
+def build_hetero_classifier(cfg: DictConfig, metadata: tuple, num_nodes: dict[str, int],
+                            featured: dict[str, int], target: str,
+                            num_classes: int) -> nn.Module:
+    """Node classification on a heterogeneous graph (models/hetero.py): to_hetero(GraphSAGE)
+    for model=sage, HeteroConv R-GCN for model=rgcn; anything else is one error line."""
+    from gnnbench.models.hetero import build_hetero_model
+
+    if foreign_model(cfg):
+        raise ConfigError(f"model {cfg.get('name')} is not one of gnnbench's own; a "
+                          "heterogeneous dataset needs one of: sage, rgcn")
+    return build_hetero_model(model_class(cfg), settings(cfg), metadata, num_nodes, featured,
+                              target, num_classes)
 
 
 def graph_inputs(cfg: DictConfig, edge_index: Tensor,

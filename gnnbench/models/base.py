@@ -44,6 +44,8 @@ class GNN(nn.Module):
         residual: Flag = False
 
     uses_edge_weight = False  # whether the convolution takes per-edge weights
+    # How graph classification pools the node embeddings (models/readout.py); GIN sums.
+    graph_readout = "mean"
     gnnbench_native = True  # built from the model group as a whole, wherever it is defined
 
     def __init__(self, in_channels: int, out_channels: int, **options: Any) -> None:

@@ -20,6 +20,8 @@ class GIN(GNN):
         train_eps: Flag = False
         mlp_norm: Flag = False  # batch norm inside each layer's MLP
 
+    graph_readout = "sum"  # Xu et al.: sum pooling keeps GIN as expressive as the WL test
+
     def make_conv(self, in_channels: int, out_channels: int, last: bool) -> nn.Module:
         o = self.options
         norm = [nn.BatchNorm1d(o.hidden)] if o.mlp_norm else []

@@ -26,6 +26,10 @@ VARIANT_KEYS = ("compile", "compiler", "capture")
 # where the run ran). train.paired: how the eager side is measured, part of the variant label.
 # train.dist_timeout_s: when a stuck DDP run fails, not what it measures.
 NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
+# Train keys added later whose default leaves a setting's digest as it was before them: a
+# report orders rows by that digest, so committed reports keep their order, and settings
+# keep their keys wherever they were quoted. Any other value is part of the setting.
+ELIDED_AT_DEFAULT_TRAIN = {"shape_policy": "exact"}
 # How many processes train it: a DDP run and its one-GPU reference differ only here.
 SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 # dataset.path: where a saved graph lies (its content hash, dataset.sha256, identifies it);
@@ -59,7 +63,8 @@ def setting(config: Mapping, device: str) -> dict:
     """The measured setting of a resolved config, on a device type."""
     kept = {k: _without_private(v) for k, v in config.items()
             if k not in NOT_MEASURED and k not in VARIANT_KEYS}
-    kept["train"] = {k: v for k, v in kept["train"].items() if k not in NOT_MEASURED_TRAIN}
+    kept["train"] = {k: v for k, v in kept["train"].items() if k not in NOT_MEASURED_TRAIN
+                     and not (k in ELIDED_AT_DEFAULT_TRAIN and ELIDED_AT_DEFAULT_TRAIN[k] == v)}
     if isinstance(kept.get("dataset"), Mapping):
         kept["dataset"] = {k: v for k, v in kept["dataset"].items()
                            if k not in NOT_MEASURED_DATASET}

@@ -142,6 +142,7 @@ class Epoch(Part):
     test_acc: float | None = None
     recompiles: int | None = None
     recompiles_this_epoch: int | None = None
+    distinct_shapes: int | None = None  # shapes the model met so far (batches of graphs)
 
 
 class Timing(Part):
@@ -214,6 +215,27 @@ class Compile(Part):
     cache_setup: CacheSetup | None = None
     # scope=layers: how many modules were compiled on their own.
     regions: int | None = None
+
+
+class Shapes(Part):
+    """Which input shapes the model met and what they cost (schema 9; batches of whole
+    graphs and heterogeneous graphs): `padding_share` is the share of node rows and edges
+    computed that were padding; `recompiles_per_epoch` and the recompile limit come from
+    dynamo (compiled runs), `cuda_graphs_recorded` from Inductor (CUDA)."""
+
+    policy: str | None = None
+    calls: int | None = None
+    distinct_shapes: int | None = None
+    distinct_shape_modes: int | None = None  # (shape, training or no_grad evaluation) pairs
+    padding_share: float | None = None
+    padding_share_nodes: float | None = None
+    padding_share_edges: float | None = None
+    buckets: int | None = None
+    recompiles_per_epoch: list[int] | None = None
+    recompile_limit: int | None = None
+    recompile_limit_hit: bool | None = None
+    recompile_limit_hits: list[str] = []
+    cuda_graphs_recorded: int | None = None
 
 
 class CudaGraphAudit(Part):
@@ -386,6 +408,7 @@ class Record(Part):
     batching: Batching | None = None
     cuda_graphs: str | None = None
     cuda_graph_audit: CudaGraphAudit | None = None
+    shapes: Shapes | None = None
     stability: Stability | None = None
     distributed: Distributed | None = None
     scaling: Scaling | None = None

@@ -118,6 +118,17 @@ def _headline(result: Record) -> dict:
                         "vs_eager/ci_high": c.speedup_ci95[1],
                         "vs_eager/end_to_end_speedup": (c.end_to_end or {}).get("speedup"),
                         "vs_eager/reference_notes": "; ".join(c.reference_notes) or None})
+    if result.shapes is not None:  # batches of whole graphs, heterogeneous graphs
+        sh = result.shapes
+        per_epoch = sh.recompiles_per_epoch or []
+        summary.update({"shapes/policy": sh.policy, "shapes/distinct": sh.distinct_shapes,
+                        "shapes/padding_share": sh.padding_share,
+                        "shapes/recompile_limit_hit": sh.recompile_limit_hit,
+                        "shapes/cuda_graphs_recorded": sh.cuda_graphs_recorded,
+                        "shapes/recompiles_first_epoch": per_epoch[0] if per_epoch else None,
+                        "shapes/recompiles_per_later_epoch":
+                            sum(per_epoch[1:]) / (len(per_epoch) - 1)
+                            if len(per_epoch) > 1 else None})
     if result.distributed is not None:  # a DDP run: its ranks, throughput, against one rank
         summary.update(world_size=result.distributed.world_size,
                        throughput_nodes_per_s=t.throughput_nodes_per_s)
@@ -213,9 +224,15 @@ def _publish_run(result: Record, out_dir: Path, group: str,
             run.define_metric("epoch")
             run.define_metric("*", step_metric="epoch")
             for row in result.epochs:
-                run.log({"epoch": row.epoch, "loss": row.loss, "train_step_ms": row.train_s * 1e3,
-                         "eval_ms": row.eval_s * 1e3, "acc/train": row.train_acc,
-                         "acc/val": row.val_acc, "acc/test": row.test_acc})
+                logged = {"epoch": row.epoch, "loss": row.loss,
+                          "train_step_ms": row.train_s * 1e3, "eval_ms": row.eval_s * 1e3,
+                          "acc/train": row.train_acc, "acc/val": row.val_acc,
+                          "acc/test": row.test_acc,
+                          # batches of whole graphs: what each epoch cost in compiles
+                          "recompiles_this_epoch": row.recompiles_this_epoch
+                          if result.shapes is not None else None,
+                          "distinct_shapes": row.distinct_shapes}
+                run.log({k: v for k, v in logged.items() if v is not None})
             run.summary.update(_headline(result))
             dynamo = result.compile
             if dynamo:

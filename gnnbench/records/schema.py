@@ -36,7 +36,11 @@ from collections.abc import Mapping
 # 8: `timing.train_step_s` is `timing.train_s` (and `first_train_step_s` `first_train_s`):
 #    the train part of an epoch, one step full-batch but every batch of a mini-batch epoch,
 #    as each epoch's `train_s` (RENAMED_KEYS: older records are read under the new names).
-SCHEMA_VERSION = 8
+# 9: `train.shape_policy` (how batches of whole graphs meet a compiled model; `exact`, what
+#    every earlier run did), graph-level and heterogeneous datasets, `shapes` (distinct
+#    shapes, padding share, recompilations per epoch, whether dynamo's recompile limit was
+#    hit) and `compile.recompile_limit_hits`.
+SCHEMA_VERSION = 9
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -50,6 +54,7 @@ ADDED_KEYS: dict[str, tuple[int, object]] = {
     "train.world_size": (4, 1),
     "train.dist_backend": (4, "auto"),
     "model.mlp_norm": (5, False),  # version 4's GIN had a plain MLP
+    "train.shape_policy": (9, "exact"),  # every batch as it came
 }
 MODEL_KEYS: dict[str, str] = {"model.mlp_norm": "gin"}
 # Config keys removed since, that measured nothing: dotted key -> the version that removed

@@ -15,7 +15,7 @@ from gnnbench.records import publish, store, sweep
 from gnnbench.records.model import Record
 from gnnbench.report import compile_cost, header, headline, plots
 from gnnbench.report.markdown import report_markdown
-from gnnbench.report.rows import COLUMNS, Row, build_rows
+from gnnbench.report.rows import Row, build_rows, columns
 
 
 def render(folders: list[Path], title: str) -> tuple[list[Record], list[Row], str, str]:
@@ -32,9 +32,10 @@ def render(folders: list[Path], title: str) -> tuple[list[Record], list[Row], st
         head, rest = markdown.split("\n\n", 1)
         markdown = f"{head}\n{incomplete}\n\n{rest}"
     table = io.StringIO(newline="")
-    writer = csv.DictWriter(table, fieldnames=COLUMNS)
+    fields = columns(rows)
+    writer = csv.DictWriter(table, fieldnames=fields)
     writer.writeheader()
-    writer.writerows(row.cells() for row in rows)
+    writer.writerows(row.cells(fields) for row in rows)
     return runs, rows, markdown, table.getvalue()
 
 
@@ -57,7 +58,8 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
           f"{', cumulative_time.png' if cumulative else ''})")
     if log_to_wandb and runs:
         settings = runs[0].config.wandb
-        offline = publish.publish_report([row.cells() for row in rows], COLUMNS, settings, out,
+        fields = columns(rows)
+        offline = publish.publish_report([row.cells(fields) for row in rows], fields, settings, out,
                                          settings.group or out.name)
         if offline and upload_hint:
             print(publish.upload_hint(offline), flush=True)

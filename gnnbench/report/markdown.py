@@ -138,6 +138,29 @@ def scaling_markdown(rows: list[Row]) -> str | None:
     return "\n".join(lines)
 
 
+def shapes_markdown(rows: list[Row]) -> str | None:
+    """Rows of batches of whole graphs and heterogeneous graphs: what shapes their runs met
+    and what that cost; None when there are none."""
+    shaped = [r for r in rows if r.shape_policy is not None]
+    if not shaped:
+        return None
+    lines = ["## Shapes (graph batches, heterogeneous graphs)", "",
+             "How batches met the model (`train.shape_policy`), the most distinct input "
+             "shapes a run met, recompilations per epoch after the warm-up (mean over runs; "
+             "the first epoch's are in `recompiles` above), the share of node rows and edges "
+             "computed that were padding, and the runs that hit dynamo's recompile limit "
+             "(with fullgraph=True their status is `compile_error`).", "",
+             "| model | dataset | variant | runs | shape policy | distinct shapes | "
+             "recompiles per epoch | padding share | recompile limit hit |",
+             "|" + "---|" * 9]
+    for r in shaped:
+        hits = "–" if r.recompile_limit_hits is None else f"{r.recompile_limit_hits} run(s)"
+        lines.append(f"| {r.model} | {r.dataset} | {variant_cell(r)} | {r.runs} | "
+                     f"{r.shape_policy} | {_fmt(r.distinct_shapes)} | "
+                     f"{_fmt(r.recompiles_per_epoch)} | {_fmt(r.padding_share, 3)} | {hits} |")
+    return "\n".join(lines)
+
+
 def _gpus(run: Record) -> str:
     """The host's index of the GPU(s) a run trained on (every rank's for a DDP run)."""
     env = run.env or Env()
@@ -183,6 +206,9 @@ def report_markdown(title: str, runs: list[Record], rows: list[Row],
     scaling = scaling_markdown(rows)
     if scaling:
         parts.append(scaling)
+    shaped = shapes_markdown(rows)
+    if shaped:
+        parts.append(shaped)
     where = sites.report_section(rows, members)
     if where:
         parts.append(where)

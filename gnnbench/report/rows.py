@@ -87,20 +87,39 @@ class Row(BaseModel):
     pays_back_warm: str | None = None
     pays_back_unrecorded: str | None = None
     reference_notes: str | None = None
+    # Batches of whole graphs and heterogeneous graphs (records with `shapes`): how batches
+    # met the model, the most distinct shapes a run met, recompilations per epoch after the
+    # warm-up (mean over runs), the share of computed rows and edges that were padding, and
+    # how many runs hit dynamo's recompile limit. CSV columns only where a row has them.
+    shape_policy: str | None = None
+    distinct_shapes: int | None = None
+    recompiles_per_epoch: float | None = None
+    padding_share: float | None = None
+    recompile_limit_hits: int | None = None
 
-    def cells(self) -> dict:
+    def cells(self, columns: list[str] | None = None) -> dict:
         """The row as report.csv writes it."""
-        return {column: getattr(self, column) for column in COLUMNS}
+        return {column: getattr(self, column) for column in columns or COLUMNS}
 
 
 COLUMNS = list(Row.model_fields)
+SHAPE_COLUMNS = ["shape_policy", "distinct_shapes", "recompiles_per_epoch", "padding_share",
+                 "recompile_limit_hits"]
+
+
+def columns(rows: list[Row]) -> list[str]:
+    """report.csv's columns: the shape columns only where some row has shapes (reports of
+    node-level runs keep the columns they had)."""
+    if any(r.shape_policy is not None for r in rows):
+        return COLUMNS
+    return [c for c in COLUMNS if c not in SHAPE_COLUMNS]
 
 
 def setting_note(row: Row) -> str:
     """The precision and layout of a row when they are not the defaults (fp32, coo): rows
     of one model, dataset and variant differ by them in a matrix sweep."""
-    parts = [p for p, default in ((row.precision, "fp32"), (row.layout, "coo"))
-             if p and p != default]
+    parts = [p for p, default in ((row.precision, "fp32"), (row.layout, "coo"),
+                                  (row.shape_policy, "exact")) if p and p != default]
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -217,6 +236,24 @@ def _measured(row: Row, ok: list[Record]) -> None:
         row.unstable_runs = sum(not v.ok for v in verdicts)
 
 
+def _shapes(row: Row, ok: list[Record], members: list[Record]) -> None:
+    """The shape columns, from the runs' `shapes` (failed runs count for the recompile
+    limit: hitting it is how a static-shape run fails)."""
+    found = [r.shapes for r in members if r.shapes is not None]
+    if not found:
+        return
+    row.shape_policy = found[0].policy
+    row.distinct_shapes = max((s.distinct_shapes or 0) for s in found)
+    shares = [r.shapes.padding_share for r in ok if r.shapes is not None
+              and r.shapes.padding_share is not None]
+    row.padding_share = statistics.fmean(shares) if shares else None
+    later = [statistics.fmean(per[r.timing.warmup_epochs:] or [0]) for r in ok
+             if r.shapes is not None and (per := r.shapes.recompiles_per_epoch) is not None]
+    row.recompiles_per_epoch = statistics.fmean(later) if later else None
+    hits = [s.recompile_limit_hit for s in found if s.recompile_limit_hit is not None]
+    row.recompile_limit_hits = sum(hits) if hits else None
+
+
 def _compiled(row: Row, ok: list[Record], cmp: Comparison | None) -> None:
     """What a compiled row adds: its one-off cost, dynamo's counts and the comparison."""
     overheads = [r.timing.compile_overhead_s for r in ok
@@ -267,6 +304,7 @@ def build_rows(runs: list[Record]) -> list[Row]:
                   status="ok" if not failed else failed[0].status,
                   reason=failed[0].reason if failed else None)
         rows.append(row)
+        _shapes(row, ok, members)
         if not ok:
             continue
         _measured(row, ok)

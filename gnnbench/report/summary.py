@@ -19,6 +19,23 @@ def _bytes(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.1f} MiB"
 
 
+def _shapes(result: Record) -> list[str]:
+    """Batches of whole graphs and heterogeneous graphs: the shapes the model met."""
+    sh = result.shapes
+    if sh is None:
+        return []
+    line = (f"  shapes ({sh.policy}): {sh.distinct_shapes} distinct over {sh.calls} calls, "
+            f"padding {100 * (sh.padding_share or 0):.1f} % of rows and edges")
+    if sh.recompiles_per_epoch is not None:
+        line += f"; recompilations per epoch {sh.recompiles_per_epoch[:10]}" + (
+            " ..." if len(sh.recompiles_per_epoch) > 10 else "")
+    lines = [line]
+    if sh.recompile_limit_hit:
+        lines.append(f"  warning: dynamo's recompile limit ({sh.recompile_limit}) was hit: "
+                     f"{sh.recompile_limit_hits[0] if sh.recompile_limit_hits else ''}")
+    return lines
+
+
 def format_summary(result: Record, where: str | None = None) -> str:
     cfg = result.config
     device = (result.env.device if result.env else None) or "n/a"
@@ -62,6 +79,7 @@ def format_summary(result: Record, where: str | None = None) -> str:
                        f"{c.get('expected_why')})")
         lines.append(f"  dynamo: {c.graphs} graph(s), {breaks}, "
                      f"{c.recompiles} recompilation(s); CUDA graphs: {result.cuda_graphs}")
+    lines += _shapes(result)
     lines += sites.run_lines(result)  # a model of the user's own: where, in its code
     if result.accuracy:
         a = result.accuracy

@@ -51,9 +51,48 @@ def validate(cfg: DictConfig) -> None:
         config.require(layout in ("coo", "edge_index"),
                        f"compiler.scope=layers compiles each convolution, which graph.layout="
                        f"{layout} bypasses: choose one of: coo, edge_index")
+    _validate_level(cfg, data.level(cfg.dataset), layout)
     if cfg.train.batching == "neighbor" and cfg.train.sampler == "pyg":
         config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "
                        "torch-sparse; choose one of: auto, gnnbench")
+
+
+def _validate_level(cfg: DictConfig, level: str, layout: str) -> None:
+    """Graph-level and heterogeneous datasets train gnnbench's own models, model-compiled,
+    in their own batches (training/graph_batches.py, training/hetero.py); what they do not
+    support is one line naming the dataset."""
+    train, name = cfg.train, cfg.dataset.name
+    policy = train.get("shape_policy", "exact")
+    if level == "node":
+        config.require(policy == "exact", f"train.shape_policy={policy} shapes batches of "
+                       f"whole graphs; dataset {name} is one graph (node-level): choose "
+                       "exact, or train.pad_batches=true for neighbour batches")
+        return
+    what = ("graph-level: it trains in batches of train.batch_size whole graphs"
+            if level == "graph" else "heterogeneous: it trains full batch")
+    config.require(not models.foreign_model(cfg.model),
+                   f"dataset {name} is {what}, with gnnbench's own models; model "
+                   f"{cfg.model.name} is not one")
+    config.require(train.batching == "full", f"train.batching={train.batching} samples "
+                   f"neighbours of one homogeneous graph; dataset {name} is {what}: choose full")
+    config.require(not train.paired, f"train.paired=true is not supported for dataset {name} "
+                   f"({what}); compare with an eager run of the same setting")
+    config.require(not cfg.get("capture") and (not cfg.compile or cfg.compiler.scope ==
+                                               "model"),
+                   f"dataset {name} ({what}) is compiled as a model: needs "
+                   "compiler.scope=model and capture=false")
+    config.require(layout == "coo", f"graph.layout={layout} is not supported for dataset "
+                   f"{name} ({what}); choose coo")
+    if level == "hetero":
+        config.require(models.hetero_capable(cfg.model), f"model {cfg.model.name} has no "
+                       f"heterogeneous form; dataset {name} is {what}: choose one of: sage, rgcn")
+        config.require(policy == "exact", f"train.shape_policy={policy} shapes batches of "
+                       f"whole graphs; dataset {name} is one heterogeneous graph: choose exact")
+        return
+    norms = [k for k in ("batch_norm", "mlp_norm") if cfg.model.get(k)]
+    config.require(policy != "buckets" or not norms,
+                   f"train.shape_policy=buckets needs model.{norms[0] if norms else ''}=false "
+                   "(batch norm would see the padding rows)")
 
 
 def skipped_record(cfg: DictConfig, holder: str) -> Record:

@@ -14,7 +14,7 @@ from gnnbench import data
 from gnnbench.measure import dynamo, memory, stability
 from gnnbench.measure.summary import accuracy_summary
 from gnnbench.measure.timer import synchronize
-from gnnbench.records.model import CudaGraphAudit, Epoch, Paired, Record
+from gnnbench.records.model import CudaGraphAudit, Epoch, Paired, Record, Shapes
 from gnnbench.runner import interrupts
 from gnnbench.runner.progress import Progress
 from gnnbench.training import compilation
@@ -45,8 +45,18 @@ def _non_finite_loss(row: Epoch) -> str | None:
     return None
 
 
-def make_trainer(cfg: DictConfig, task: data.Task, device: torch.device) -> Trainer:
-    """The trainer of this process: a rank's share of a DDP run, or the whole run."""
+def make_trainer(cfg: DictConfig, task: data.Task | data.GraphTask | data.HeteroTask,
+                 device: torch.device) -> Trainer:
+    """The trainer of this process: batches of whole graphs (a graph-level dataset), a
+    heterogeneous graph, a rank's share of a DDP run, or the whole run."""
+    if isinstance(task, data.GraphTask):
+        from gnnbench.training.graph_batches import GraphBatchTrainer
+
+        return GraphBatchTrainer(cfg, task, device)
+    if isinstance(task, data.HeteroTask):
+        from gnnbench.training.hetero import HeteroTrainer
+
+        return HeteroTrainer(cfg, task, device)
     if cfg.train.get("distributed", "none") == "ddp":
         from gnnbench.training.distributed import DistributedTrainer
 
@@ -104,7 +114,7 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
         progress.close()
         machine_after = stability.machine_state(device)
         record.memory = memory.peak(device)
-        if trainer.batching.get("mode") == "neighbor" and trainer.padding() is not None:
+        if trainer.batching.get("mode") != "full" and trainer.padding() is not None:
             record.batching.padding = trainer.padding()
         if recorder is not None:
             snapshot = recorder.snapshot()
@@ -123,6 +133,7 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
                     requested=trainer.requested_cuda_graphs, used=record.cuda_graphs,
                     whole_step_captured=captured, inductor_recorded_graphs=0,
                     inductor_skips=0, inductor_skip_reasons=[])
+        record.shapes = shape_record(trainer, record, recorder)
         chance = task.info.get("test_majority_share")
         if epochs:
             record.accuracy = accuracy_summary(epochs, chance)
@@ -136,6 +147,33 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
         record.paired = Paired(accuracy=accuracy_summary(eager, chance),
                                loss_max_abs_diff=max(abs(r.loss - r.eager_loss)
                                                      for r in epochs))
+
+
+def shape_record(trainer: Trainer, record: Record,
+                 recorder: dynamo.DynamoRecorder | None) -> Shapes | None:
+    """What shapes the model met and what that cost (README, "Graphs of many sizes"): the
+    trainer's own count of shapes and padding, recompilations per epoch, whether dynamo's
+    recompile limit was hit, and how many CUDA graphs Inductor recorded. None for trainers
+    that keep no shape log (node-level ones)."""
+    summary = getattr(trainer, "shape_summary", None)
+    if summary is None:
+        return None
+    shapes = Shapes.model_validate(summary())
+    shapes.recompiles_per_epoch = None
+    if recorder is not None:
+        per_epoch = [r.recompiles_this_epoch or 0 for r in record.epochs]
+        # An epoch a failure cut short (the recompile limit, under fullgraph=True) has no
+        # row: its recompilations are the last entry.
+        unfinished = recorder.recompiles() - (record.epochs[-1].recompiles or 0
+                                              if record.epochs else 0)
+        shapes.recompiles_per_epoch = per_epoch + ([unfinished] if unfinished > 0 else [])
+        hits = recorder.recompile_limit_hits()
+        shapes.recompile_limit = compilation.recompile_limit()
+        shapes.recompile_limit_hit = bool(hits)
+        shapes.recompile_limit_hits = hits
+    audit = record.cuda_graph_audit
+    shapes.cuda_graphs_recorded = audit.get("inductor_recorded_graphs") if audit else None
+    return shapes
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -99,6 +99,24 @@ def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) 
     return "whole epoch" if cfg.scope == "epoch" else "whole step"
 
 
+def mark_dynamic(*dims: tuple[torch.Tensor | None, int]) -> None:
+    """train.shape_policy=mark_dynamic: each (tensor, dim) marked dynamic for dynamo, so the
+    first compile already has a symbolic size there (honoured under dynamic=False too)."""
+    import torch._dynamo
+
+    for tensor, dim in dims:
+        if tensor is not None:
+            torch._dynamo.mark_dynamic(tensor, dim)
+
+
+def recompile_limit() -> int | None:
+    """Dynamo's limit of compiled versions per function (8 by default)."""
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    return getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None))
+
+
 def allocate_grads(optimizer: torch.optim.Optimizer) -> None:
     """Gradients exist before the first step and are zeroed in place after, so a captured
     step (and a compiled optimizer's guards) always see the same tensors."""
