@@ -153,9 +153,12 @@ def _log_medians(runs: list[np.ndarray], picks: np.ndarray,
     lengths = np.array([len(r) for r in runs])
     n = lengths[picks]                                          # [B, R]
     per_run = max(5, min(width, DRAWS_MAX // picks.size))
-    draws = np.floor(rng.random((*picks.shape, per_run)) * n[..., None]).astype(int)
-    values = table[picks[..., None], draws].reshape(len(picks), -1)  # [B, R * draws]
-    median = np.median(values, axis=1)
+    # Truncation is floor here (non-negative); flat indices into the table with `take`, and
+    # a median that partitions its own copy: the same numbers as fancy indexing, faster.
+    draws = (rng.random((*picks.shape, per_run)) * n[..., None]).astype(np.intp)
+    draws += (picks * width)[..., None]
+    values = table.ravel().take(draws).reshape(len(picks), -1)  # [B, R * draws]
+    median = np.median(values, axis=1, overwrite_input=True)
     return np.log(median)
 
 

@@ -61,8 +61,9 @@ def run_stability(run: Record) -> Verdict | None:
     if run.status != "ok":
         return None
     if run.schema_version >= 3:  # checked when it ran (None: no steady epoch)
-        return None if run.stability is None else Verdict(
-            **run.stability.model_dump(), recorded=True)
+        return None if run.stability is None else run.remembered(
+            ("verdict", id(run.stability)),
+            lambda: Verdict(**run.stability.model_dump(), recorded=True))
     return Verdict(**stability.assess(steady_steps(run)), recorded=False)
 
 

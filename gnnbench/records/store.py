@@ -138,11 +138,16 @@ def find(folders: Iterable[Path], warn: bool = True) -> list[Record]:
     """Every usable record under `folders` (each file once), in path order. A file that
     cannot be used is skipped with a warning naming it: one bad file never hides the rest.
     `warn=False`: a caller that has just warned about these files (the same folders)."""
-    found = files.find_named([f for f in folders if Path(f).is_dir()], [RESULTS_FILE])
-    paths = sorted({p.resolve() for p in found[RESULTS_FILE]})
+    # Under a folder's real path every file found is real too (symlinked folders are not
+    # walked), bar a record that is itself a link: each file once, however it was reached.
+    found = files.find_named([Path(f).resolve() for f in folders if Path(f).is_dir()],
+                             [RESULTS_FILE])
+    paths = sorted({p.resolve() if p.is_symlink() else p for p in found[RESULTS_FILE]})
     records = []
     # Reading thousands of records makes millions of objects and no reference cycle: the
-    # cyclic collector, left on, walked them over and over (more than half the time).
+    # cyclic collector, left on, walked them over and over (more than half the time), and
+    # would walk them again at its next passes. Frozen, they are left out of those passes;
+    # reference counting still frees them (and anything else frozen) when dropped.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -153,6 +158,7 @@ def find(folders: Iterable[Path], warn: bool = True) -> list[Record]:
                 if warn:
                     warn_skipped(exc)
     finally:
+        gc.freeze()
         if collecting:
             gc.enable()
     return records

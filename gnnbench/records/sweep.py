@@ -108,13 +108,13 @@ class Progress(NamedTuple):
 
 def progress(folders: list[Path], records: list[Record]) -> list[Progress]:
     """One entry per sweep folder under `folders` whose jobs are known."""
-    by_dir = {Path(r.folder).resolve(): r for r in records}
+    # Records come from store.find, with real paths; the folders are walked from theirs.
+    by_dir = {Path(r.folder): r for r in records}
     out: list[Progress] = []
-    found = [files.find_named([f], [MULTIRUN, OVERRIDES]) for f in folders]
+    found = [files.find_named([Path(f).resolve()], [MULTIRUN, OVERRIDES]) for f in folders]
     if not any(f[MULTIRUN] for f in found):
         return out
-    jobs = {d.resolve(): o for d, o in
-            _job_overrides([p for f in found for p in f[OVERRIDES]]).items()}
+    jobs = _job_overrides([p for f in found for p in f[OVERRIDES]])
     runs_with = _runs_with(jobs)
     for in_folder in found:
         for multirun in sorted(in_folder[MULTIRUN]):
