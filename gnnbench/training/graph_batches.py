@@ -78,6 +78,9 @@ class GraphBatchTrainer:
     """The Trainer of a graph-level dataset: the same interface as training/epochs.Trainer
     (what the runner's epoch loop reads), with batches of whole graphs."""
 
+    # What compiler.scope=layers compiled (never: these trainers compile the model).
+    regions: int | None = None
+
     is_main = True
     captured = None
     captured_metrics = None

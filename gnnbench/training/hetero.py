@@ -28,6 +28,9 @@ class HeteroTrainer:
     """The Trainer of a heterogeneous dataset: the interface of training/epochs.Trainer
     that the runner's epoch loop reads."""
 
+    # What compiler.scope=layers compiled (never: these trainers compile the model).
+    regions: int | None = None
+
     is_main = True
     captured = None
     captured_metrics = None
