@@ -220,12 +220,10 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
             raise stopped_at_once
         return record
     group = wandb_group or cfg.wandb.group or f"{cfg.model.name}-{cfg.dataset.name}"
-    wandb_dir = publish.publish_to_wandb(record, out_dir, group, log_dir)
-    if wandb_dir is not None:  # the record on disk is whole already: this adds where W&B is
-        record.wandb_dir = wandb_dir
-        try:
-            store.write(record, out_dir)
-        except store.WriteError as exc:
-            print(f"gnnbench: warning: {exc}; the record stays as written before its W&B "
-                  "run (without wandb_dir)", file=sys.stderr, flush=True)
+    record.wandb_dir = publish.publish_to_wandb(record, out_dir, group, log_dir)
+    try:  # the record on disk is whole already: this adds where W&B put the run (or null)
+        store.write(record, out_dir)
+    except store.WriteError as exc:
+        print(f"gnnbench: warning: {exc}; the record stays as written before its W&B run "
+              "(without wandb_dir)", file=sys.stderr, flush=True)
     return record
