@@ -44,7 +44,8 @@ def test_help_is_a_page_of_our_own(tmp_path):
     assert proc.returncode == 0 and "powered by Hydra" not in proc.stdout
     for text in ("usage:", "gnnbench report DIR",
                  "model=      custom, gat, gcn, gin, pyg-edgecnn, pyg-gat, pyg-gcn, pyg-gin",
-                 "variant=    default, default-static, eager", "experiment= arxiv-gcn", "outputs/runs/",
+                 "variant=    default, default-static, eager", "experiment= arxiv-gcn",
+                 "outputs/runs/",
                  "hydra.sweep.dir=", "train.paired=true"):
         assert text in proc.stdout, text
     hydra = run(["--hydra-help"], tmp_path)
