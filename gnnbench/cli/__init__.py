@@ -96,9 +96,9 @@ def _quiet_other_ranks() -> None:
     job folder and log go to a temporary folder)."""
     import tempfile
 
-    from gnnbench.runner import distributed
+    from gnnbench.runner import launch
 
-    if distributed.records_run():
+    if launch.records_run():
         return
     scratch = tempfile.mkdtemp(prefix="gnnbench-rank-")
     sys.argv += ["hydra.output_subdir=null", f"hydra.run.dir={scratch}"]

@@ -22,19 +22,20 @@ import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from omegaconf import DictConfig, OmegaConf
 
-from gnnbench.config import ConfigError, require
+from gnnbench.config import require
 from gnnbench.measure import dynamo
 from gnnbench.measure.environment import environment
 from gnnbench.records import store
 from gnnbench.records.model import Record, Timing, new_record
 from gnnbench.runner import interrupts, loop
+from gnnbench.runner.launch import Launched, external, records_run  # noqa: F401 - its API
 from gnnbench.training import distributed as ddp
 
 WORK_DIR = ".gnnbench-ddp"  # in the run's folder while its ranks run
@@ -43,43 +44,6 @@ GRACE_S = 10.0  # how long ranks get to stop by themselves before they are kille
 RANK_FIELDS = ("status", "reason", "traceback", "env", "dataset", "batching", "epochs",
                "memory", "compile", "cuda_graph_audit", "cuda_graphs", "accuracy",
                "stability", "distributed")
-
-
-class Launched(NamedTuple):
-    """A rank that torchrun or srun started (not gnnbench)."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-    launcher: str
-
-
-def external() -> Launched | None:
-    """This process's rank when torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or srun (SLURM_PROCID,
-    SLURM_NTASKS > 1, with MASTER_ADDR and MASTER_PORT exported) started it as one of the
-    ranks; None when gnnbench is to start them."""
-    env = os.environ
-    if "RANK" in env and "WORLD_SIZE" in env:
-        return Launched(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)),
-                        "torchrun")
-    if int(env.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in env:
-        if "MASTER_ADDR" not in env or "MASTER_PORT" not in env:
-            raise ConfigError("train.distributed='ddp' in a SLURM step of "
-                              f"{env['SLURM_NTASKS']} tasks needs MASTER_ADDR and MASTER_PORT "
-                              "exported (README, Scaling out), or one task per run")
-        return Launched(int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"]),
-                        int(env.get("SLURM_LOCALID", 0)), "srun")
-    return None
-
-
-def records_run() -> bool:
-    """Whether this process records the run: all but the ranks other than 0 that torchrun
-    or srun started (their figures reach rank 0 through the collectives)."""
-    try:
-        outside = external()
-    except ConfigError:
-        return True  # the run records that error
-    return outside is None or outside.rank == 0
 
 
 def rank_devices(cfg: DictConfig, devices: list[torch.device] | None,
