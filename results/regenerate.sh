@@ -15,5 +15,7 @@ for report in $(find . -name report.md | sort); do
     python -m gnnbench.report "${sources[@]}" --out "$folder" --no-wandb > /dev/null
     echo "made $folder/report.md from ${sources[*]}"
 done
-cd .. && python -m gnnbench.report results/h200-reference --no-wandb --readme results/README.md > /dev/null
-echo "made the headline of results/README.md from results/h200-reference"
+# The headline: the reference sweep, one graph-level and one heterogeneous workload.
+cd .. && python -m gnnbench.report results/h200-reference results/h200-graphs/gin-exact \
+    results/h200-graphs/mag-sage --out results/headline --no-wandb --readme results/README.md > /dev/null
+echo "made the headline of results/README.md (results/headline) from $(tr '\n' ' ' < results/headline/sources.txt)"
