@@ -199,6 +199,7 @@ def job(cfg: DictConfig) -> None:
             return
     except store.WriteError as exc:  # its claim to the eager run could not be written
         _cannot_record(exc, out_dir, sweep_dir, elsewhere)
+        return
     lease = _lease(cfg, out_dir) if elsewhere else None
     if lease is False:
         print(f"gnnbench: not started {out_dir.name}: the sweep was stopped while it waited "
