@@ -145,9 +145,7 @@ def find(folders: Iterable[Path], warn: bool = True) -> list[Record]:
     paths = sorted({p.resolve() if p.is_symlink() else p for p in found[RESULTS_FILE]})
     records = []
     # Reading thousands of records makes millions of objects and no reference cycle: the
-    # cyclic collector, left on, walked them over and over (more than half the time), and
-    # would walk them again at its next passes. Frozen, they are left out of those passes;
-    # reference counting still frees them (and anything else frozen) when dropped.
+    # cyclic collector, left on, walked them over and over (more than half the time).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -158,7 +156,6 @@ def find(folders: Iterable[Path], warn: bool = True) -> list[Record]:
                 if warn:
                     warn_skipped(exc)
     finally:
-        gc.freeze()
         if collecting:
             gc.enable()
     return records
