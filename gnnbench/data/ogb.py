@@ -162,6 +162,30 @@ def _dataset(name: str, data_dir: Path, meta: Mapping[str, str], root: Path):
                                       meta_dict={**meta, "dir_path": str(root)})
 
 
+def offline_files(name: str, meta: Mapping[str, str], needed: list[str], data_dir: Path,
+                  mirror: str | None, no_download: str = "") -> Path:
+    """`<data_dir>/<name>/` with the `needed` files ogb reads (paths in ogb's layout), copied
+    from `<mirror>/<name>/` where a mirror is given, for a dataset gnnbench never downloads;
+    a ConfigError names the first file missing. Processed files that are not safe to load
+    are dropped. Call it under `cache.locked`. `no_download`: why not, after the error."""
+    root = data_dir / dir_name(name)
+    if mirror is not None:
+        source = Path(mirror) / dir_name(name)
+        missing = _first_missing(source, needed)
+        if missing is not None:
+            raise ConfigError(f"data_mirror={mirror!r} has no {missing.relative_to(mirror)}"
+                              f"; expected {dir_name(name)}/{{raw,split,RELEASE_v"
+                              f"{meta['version']}.txt}} as ogb extracts it")
+        _copy_dataset(source, root, f"RELEASE_v{meta['version']}.txt")
+    missing = _first_missing(root, needed)
+    if missing is not None:
+        raise ConfigError(f"{name} needs {missing}: set data_mirror to a directory holding "
+                          f"{dir_name(name)}/ as ogb extracts it{no_download}")
+    cache.drop_unsafe_processed(root)
+    allow_pyg_pickles()
+    return root
+
+
 def load_ogbn(name: str, data_dir: Path, mirror: str | None, undirected: bool) -> dict:
     """Load an OGB node-classification dataset with ogb's `PygNodePropPredDataset`.
 

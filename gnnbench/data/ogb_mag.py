@@ -16,15 +16,9 @@ from typing import Any, Literal
 import torch
 from torch_geometric.data import HeteroData
 
-from gnnbench.config import ConfigError, FileName, Settings, check
+from gnnbench.config import FileName, Settings, check
 from gnnbench.data import cache
-from gnnbench.data.ogb import (
-    _copy_dataset,
-    _first_missing,
-    allow_pyg_pickles,
-    dir_name,
-    ogb_accuracy,
-)
+from gnnbench.data.ogb import dir_name, offline_files, ogb_accuracy
 
 LEVEL = "hetero"
 TARGET = "paper"
@@ -79,24 +73,9 @@ def load(data_dir: Path, mirror: str | None, device: torch.device, **options: An
     check(Options, options, "dataset")
     meta = mag_meta()
     data_dir = Path(data_dir)
-    root = data_dir / dir_name(NAME)
-    needed = required_files(meta)
     with cache.locked(data_dir, dir_name(NAME)):
-        if mirror is not None:
-            source = Path(mirror) / dir_name(NAME)
-            missing = _first_missing(source, needed)
-            if missing is not None:
-                raise ConfigError(f"data_mirror={mirror!r} has no {missing.relative_to(mirror)}"
-                                  f"; expected {dir_name(NAME)}/{{raw,split,RELEASE_v"
-                                  f"{meta['version']}.txt}} as ogb extracts it")
-            _copy_dataset(source, root, f"RELEASE_v{meta['version']}.txt")
-        missing = _first_missing(root, needed)
-        if missing is not None:
-            raise ConfigError(f"{NAME} needs {missing}: set data_mirror to a directory holding "
-                              f"{dir_name(NAME)}/ as ogb extracts it (no download here: "
-                              "ogbn-mag's archive is 400 MB)")
-        cache.drop_unsafe_processed(root)
-        allow_pyg_pickles()
+        root = offline_files(NAME, meta, required_files(meta), data_dir, mirror,
+                             " (no download here: ogbn-mag's archive is 400 MB)")
         with cache.quiet(NAME):
             dataset = PygNodePropPredDataset(NAME, root=str(data_dir),
                                              meta_dict={**meta, "dir_path": str(root)})

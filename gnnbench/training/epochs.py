@@ -40,6 +40,17 @@ class Variant:
         return TWIN_PREFIX if self.twin else ""
 
 
+class WholeModelTrainer:
+    """What the runner's epoch loop reads of a trainer that compiles the model as a whole
+    and captures nothing (the graph-level and heterogeneous trainers): every process
+    records, no layer compiled on its own, no captured step."""
+
+    is_main = True
+    regions: int | None = None
+    captured = None
+    captured_metrics = None
+
+
 class Trainer:
     """Builds everything a run trains from its config, then runs one epoch at a time."""
 

@@ -33,7 +33,7 @@ from gnnbench.data import GraphTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
 from gnnbench.training.buckets import IGNORE_LABEL, Buckets
-from gnnbench.training.epochs import Variant
+from gnnbench.training.epochs import Variant, WholeModelTrainer
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
@@ -74,16 +74,9 @@ class Inputs(NamedTuple):
         return self.x, self.edge_index, self.edge_weight, self.batch, self.num_graphs
 
 
-class GraphBatchTrainer:
+class GraphBatchTrainer(WholeModelTrainer):
     """The Trainer of a graph-level dataset: the same interface as training/epochs.Trainer
     (what the runner's epoch loop reads), with batches of whole graphs."""
-
-    # What compiler.scope=layers compiled (never: these trainers compile the model).
-    regions: int | None = None
-
-    is_main = True
-    captured = None
-    captured_metrics = None
 
     def __init__(self, cfg: DictConfig, task: GraphTask, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device

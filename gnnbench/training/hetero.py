@@ -18,22 +18,15 @@ from gnnbench import models
 from gnnbench.data import HeteroTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
-from gnnbench.training.epochs import Variant
+from gnnbench.training.epochs import Variant, WholeModelTrainer
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
 
 
-class HeteroTrainer:
+class HeteroTrainer(WholeModelTrainer):
     """The Trainer of a heterogeneous dataset: the interface of training/epochs.Trainer
     that the runner's epoch loop reads."""
-
-    # What compiler.scope=layers compiled (never: these trainers compile the model).
-    regions: int | None = None
-
-    is_main = True
-    captured = None
-    captured_metrics = None
 
     def __init__(self, cfg: DictConfig, task: HeteroTask, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
