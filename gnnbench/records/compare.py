@@ -15,6 +15,7 @@ with."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 
 from gnnbench.measure import stability
@@ -124,18 +125,15 @@ def _references(reference: list[Record], against: list[Record]) -> tuple[list[di
     return described, notes
 
 
-def _cumulative(times: list[float]) -> list[float]:
-    out, total = [], 0.0
-    for t in times:
-        total += t
-        out.append(total)
-    return out
+def cumulative(times: list[float]) -> list[float]:
+    """Running totals of epoch times: a run's elapsed time after each epoch."""
+    return list(itertools.accumulate(times))
 
 
 def paid_back_at(reference_epochs: list[float], epochs: list[float]) -> int | None:
     """The number of epochs after which this run's cumulative time stayed at or below its
     reference's for every later epoch both ran; None when it never did."""
-    mine, ref = _cumulative(epochs), _cumulative(reference_epochs)
+    mine, ref = cumulative(epochs), cumulative(reference_epochs)
     n = min(len(mine), len(ref))
     at = None
     for k in range(n - 1, -1, -1):

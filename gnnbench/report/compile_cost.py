@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after choosing the file-only backend
 
 from gnnbench.config import files  # noqa: E402
-from gnnbench.records.compare import compare, paid_back_at  # noqa: E402
+from gnnbench.records.compare import compare, cumulative, paid_back_at  # noqa: E402
 from gnnbench.records.model import Record  # noqa: E402
 from gnnbench.report.rows import Group, Row, groups, setting_note  # noqa: E402
 
@@ -96,18 +96,18 @@ def cumulative_plot(rows: list[Row], runs: list[Record], path: Path) -> dict | N
     drawn: dict = {"title": [], "lines": [], "crossings": []}
     for ax, ((label, _), eager) in zip(axes[:, 0], settings, strict=True):
         reference = _times(eager)
-        ax.plot(range(1, len(reference) + 1), _cumsum(reference), color="black", label="eager")
+        ax.plot(range(1, len(reference) + 1), cumulative(reference), color="black", label="eager")
         drawn["lines"].append(f"{label} eager")
         for row, ok, eager_runs in found:
             if eager_runs[0] is not eager:
                 continue
             mine = _times(ok[0])
-            line, = ax.plot(range(1, len(mine) + 1), _cumsum(mine), label=row.variant)
+            line, = ax.plot(range(1, len(mine) + 1), cumulative(mine), label=row.variant)
             drawn["lines"].append(f"{label} {row.variant}")
             at = paid_back_at(reference, mine)
             if at is not None:
-                ax.plot(at, _cumsum(mine)[at - 1], "o", color=line.get_color())
-                ax.annotate(f"epoch {at}", (at, _cumsum(mine)[at - 1]), xytext=(4, -10),
+                ax.plot(at, cumulative(mine)[at - 1], "o", color=line.get_color())
+                ax.annotate(f"epoch {at}", (at, cumulative(mine)[at - 1]), xytext=(4, -10),
                             textcoords="offset points", fontsize=7, color=line.get_color())
                 drawn["crossings"].append((f"{label} {row.variant}", at))
         ax.set_title(f"{label}: cumulative time, compile included", fontsize=10)
@@ -121,10 +121,3 @@ def cumulative_plot(rows: list[Row], runs: list[Record], path: Path) -> dict | N
     plt.close(fig)
     return drawn
 
-
-def _cumsum(values: list[float]) -> list[float]:
-    out, total = [], 0.0
-    for v in values:
-        total += v
-        out.append(total)
-    return out

@@ -40,25 +40,37 @@ class Variant:
         return TWIN_PREFIX if self.twin else ""
 
 
-class WholeModelTrainer:
-    """What the runner's epoch loop reads of a trainer that compiles the model as a whole
-    and captures nothing (the graph-level and heterogeneous trainers): every process
-    records, no layer compiled on its own, no captured step."""
-
-    is_main = True
-    regions: int | None = None
-    captured = None
-    captured_metrics = None
-
-
-class Trainer:
-    """Builds everything a run trains from its config, then runs one epoch at a time."""
+class TrainerBase:
+    """What the runner's epoch loop reads of every trainer (Trainer here, and the
+    graph-batch and heterogeneous ones), with the defaults of one that compiles the model
+    as a whole and captures nothing."""
 
     # Whether this process evaluates, reports progress and records the run: every trainer
     # but the ranks of a DDP run other than rank 0 (training/distributed.py).
     is_main = True
     # compiler.scope=layers: how many layers were compiled on their own.
     regions: int | None = None
+    captured = None
+    captured_metrics = None
+    variants: list[Variant]
+
+    def agree(self, value: int) -> int:
+        """The largest `value` any process of the run holds: a decision to stop (a signal)
+        taken by all of them at the same epoch. One process: `value`."""
+        return value
+
+    def parameters_finite(self) -> bool:
+        """Whether every parameter of every variant is finite: one fused norm per variant
+        and one read, so it is checked at the end of a run, not inside timed epochs."""
+        for v in self.variants:
+            params = [p.detach() for p in v.model.parameters()]
+            if params and not torch.stack(torch._foreach_norm(params)).isfinite().all():
+                return False
+        return True
+
+
+class Trainer(TrainerBase):
+    """Builds everything a run trains from its config, then runs one epoch at a time."""
 
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
@@ -138,20 +150,6 @@ class Trainer:
         if self.foreign and self.trained is model:
             return model.with_compiled(compilation.compile_model(model.model, self.cfg.compiler))
         return compilation.compile_model(self.trained, self.cfg.compiler)
-
-    def agree(self, value: int) -> int:
-        """The largest `value` any process of the run holds: a decision to stop (a signal)
-        taken by all of them at the same epoch. One process: `value`."""
-        return value
-
-    def parameters_finite(self) -> bool:
-        """Whether every parameter of every variant is finite: one fused norm per variant
-        and one read, so it is checked at the end of a run, not inside timed epochs."""
-        for v in self.variants:
-            params = [p.detach() for p in v.model.parameters()]
-            if params and not torch.stack(torch._foreach_norm(params)).isfinite().all():
-                return False
-        return True
 
     def _whole_step(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Callable:
         """scope=step: forward+loss and Adam compiled; on CUDA with a full batch under a

@@ -33,7 +33,7 @@ from gnnbench.data import GraphTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
 from gnnbench.training.buckets import IGNORE_LABEL, Buckets
-from gnnbench.training.epochs import Variant, WholeModelTrainer
+from gnnbench.training.epochs import TrainerBase, Variant
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
@@ -74,7 +74,7 @@ class Inputs(NamedTuple):
         return self.x, self.edge_index, self.edge_weight, self.batch, self.num_graphs
 
 
-class GraphBatchTrainer(WholeModelTrainer):
+class GraphBatchTrainer(TrainerBase):
     """The Trainer of a graph-level dataset: the same interface as training/epochs.Trainer
     (what the runner's epoch loop reads), with batches of whole graphs."""
 
@@ -212,13 +212,6 @@ class GraphBatchTrainer(WholeModelTrainer):
         counts = torch.stack(found).tolist()
         return {split: c / max(self.task.splits[split].numel(), 1)
                 for split, c in zip(EVAL_SPLITS, counts, strict=True)}
-
-    def agree(self, value: int) -> int:
-        return value
-
-    def parameters_finite(self) -> bool:
-        params = [p.detach() for p in self.variants[0].model.parameters()]
-        return bool(torch.stack(torch._foreach_norm(params)).isfinite().all())
 
     def padding(self) -> dict | None:
         return self.buckets.waste.summary() if self.buckets is not None else None

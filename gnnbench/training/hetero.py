@@ -18,13 +18,13 @@ from gnnbench import models
 from gnnbench.data import HeteroTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
-from gnnbench.training.epochs import Variant, WholeModelTrainer
+from gnnbench.training.epochs import TrainerBase, Variant
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
 
 
-class HeteroTrainer(WholeModelTrainer):
+class HeteroTrainer(TrainerBase):
     """The Trainer of a heterogeneous dataset: the interface of training/epochs.Trainer
     that the runner's epoch loop reads."""
 
@@ -81,13 +81,6 @@ class HeteroTrainer(WholeModelTrainer):
         return {"epoch": epoch, "loss": loss.item(), "train_s": seconds["train_s"],
                 "eval_s": seconds["eval_s"], "train_acc": acc["train"], "val_acc": acc["val"],
                 "test_acc": acc["test"]}
-
-    def agree(self, value: int) -> int:
-        return value
-
-    def parameters_finite(self) -> bool:
-        params = [p.detach() for p in self.variants[0].model.parameters()]
-        return bool(torch.stack(torch._foreach_norm(params)).isfinite().all())
 
     def padding(self) -> dict | None:
         return None
