@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from gnnbench import config
 from gnnbench.records import identity, store
 from gnnbench.records.model import Record
-from gnnbench.runner import interrupts
+from gnnbench.runner import interrupts, refusal
 
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
@@ -168,12 +168,17 @@ def _cannot_record(exc: store.WriteError, out_dir: Path, sweep_dir: Path | None,
     sys.exit(1)
 
 
+def _say_input_error(reason: str, out_dir: Path, sweeping: bool) -> None:
+    """Bad input, like a command that cannot be composed: one line; a single run exits 1, a
+    sweep goes on (its exit status comes from its records)."""
+    where = f"{out_dir.name}: " if sweeping else ""
+    print(f"gnnbench: error: {where}{reason}", file=sys.stderr, flush=True)
+    if not sweeping:
+        sys.exit(1)
+
+
 @hydra.main(config_path=str(config.CONF_DIR), config_name="config", version_base=None)
 def job(cfg: DictConfig) -> None:
-    from gnnbench.report.summary import format_summary
-    from gnnbench.runner import run_experiment
-    from gnnbench.runner.notes import notes_to_log
-
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     sweeping = hydra_cfg.mode == RunMode.MULTIRUN
@@ -192,6 +197,14 @@ def job(cfg: DictConfig) -> None:
             return
         stop_sweep(sweep_dir, f"{interrupts.name(signum)} before {out_dir.name}",
                    interrupts.exit_code(signum))
+    refused = refusal.refuse(cfg, out_dir)  # most bad values: said before torch is imported
+    if refused is not None:
+        _say_input_error(refused.reason, out_dir, sweeping)
+        return
+    from gnnbench.report.summary import format_summary
+    from gnnbench.runner import run_experiment  # torch, PyG and the models: seconds
+    from gnnbench.runner.notes import notes_to_log
+
     if _valid(cfg) and _already_final(cfg, out_dir):  # a bad value is said, never "kept"
         return
     try:
@@ -227,11 +240,8 @@ def job(cfg: DictConfig) -> None:
         distributed.exit_rank(0)
     # A single run that did not end ok exits 1 here; a sweep's exit status comes from its
     # records (report/handoff.py), wherever its jobs ran.
-    if result.input_error:  # like a command that cannot be composed: one line
-        where = f"{out_dir.name}: " if sweeping else ""
-        print(f"gnnbench: error: {where}{result.reason}", file=sys.stderr, flush=True)
-        if not sweeping:
-            sys.exit(1)
+    if result.input_error:
+        _say_input_error(result.reason, out_dir, sweeping)
         return
     print(format_summary(result, str(out_dir / "results.json")), flush=True)
     if result.status == "interrupted":

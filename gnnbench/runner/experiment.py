@@ -22,7 +22,7 @@ from gnnbench.measure.environment import environment
 from gnnbench.measure.summary import rank_timing, timing_summary
 from gnnbench.records import compare, identity, publish, store
 from gnnbench.records.model import CommandRecord, Record, Timing, new_record
-from gnnbench.runner import distributed, interrupts, loop, priming
+from gnnbench.runner import distributed, interrupts, loop, priming, refusal
 from gnnbench.training import compilation, sampler
 from gnnbench.training.precision import matmul_precision
 
@@ -113,12 +113,6 @@ def _problem(cfg: DictConfig) -> str | None:
     return None
 
 
-def _overrides() -> list[str]:
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-
-
 def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[Path] = (),
                    wandb_group: str | None = None, log_dir: Path | None = None,
                    devices: list[torch.device] | None = None,
@@ -138,16 +132,16 @@ def run_experiment(cfg: DictConfig, out_dir: Path, *, reference_dirs: Iterable[P
     the folder of `out_dir`, so the runs of one sweep share it)."""
     started = time.perf_counter()
     reference_dirs = list(reference_dirs)
+    refused = refusal.refuse(cfg, out_dir, started)  # what the declaration alone refuses
+    if refused is not None:
+        return refused
     try:
         record = new_record(cfg, config.run_name(cfg))
     except ValidationError:
         problem = _problem(cfg)
         if problem is None:  # a value the checks let through: a bug in gnnbench
             raise
-        invalid = CommandRecord(name=config.run_name(cfg), reason=problem, command=_overrides(),
-                                env=environment(None))
-        store.write(invalid, store.beside(out_dir, "invalid-command"))
-        return invalid
+        return refusal.invalid_command(cfg, problem, out_dir)
     # When it ran (Unix time), so runs of a sweep run side by side can be told apart.
     record.started_at = time.time()
     record.env = environment(None)
