@@ -103,6 +103,10 @@ class Compiler(Settings):
     backend: str
     scope: Scope
     cache: CacheState = "as-is"
+    # scope=epoch: how many epochs replay as one unit (one CUDA graph on CUDA), their metrics
+    # and best-validation bookkeeping kept on the device and read every this many epochs; 1
+    # (what every earlier run did): one epoch a unit, read every epoch.
+    capture_epochs: Count(1) = 1
 
 
 ServeVariant = Literal["eager", "compiled", "reduce-overhead", "padded"]

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 def variant_label(cfg: Mapping) -> str:
     """`eager`, `eager-captured` (the eager step replayed as one CUDA graph), or
     `compile-<mode>` followed by every compiler setting that differs from the default:
-    `compile-reduce-overhead step`, `compile-default dynamic=False paired`."""
+    `compile-reduce-overhead step`, `compile-default dynamic=False paired`,
+    `compile-reduce-overhead epoch capture_epochs=5`."""
     if cfg["compile"] is not True:
         if cfg.get("capture"):
             return "eager-captured" + (" paired" if cfg["train"].get("paired") else "")
@@ -17,6 +18,8 @@ def variant_label(cfg: Mapping) -> str:
     c = cfg["compiler"]
     extras = [c["scope"] if c.get("scope") in ("step", "epoch", "layers") else "",
               f"cache={c['cache']}" if c.get("cache", "as-is") != "as-is" else "",
+              f"capture_epochs={c['capture_epochs']}" if c.get("capture_epochs", 1) != 1
+              else "",
               f"dynamic={c['dynamic']}" if c["dynamic"] is not True else "",
               "fullgraph=False" if c["fullgraph"] is not True else "",
               f"backend={c['backend']}" if c["backend"] != "inductor" else "",

@@ -41,6 +41,7 @@ def validate(cfg: DictConfig) -> groups.Run:
     require(not (run.compile and run.compiler.scope == "epoch")
             or train.batching == "full", "compiler.scope=epoch needs train.batching=full "
             "(its eval is a full-graph forward; neighbour batches use compiler.scope=step)")
+    _validate_capture_epochs(run)
     layout = run.graph.layout
     require(layout == "coo" or train.batching == "full",
             f"graph.layout={layout} needs train.batching=full (sampled batches are COO)")
@@ -72,6 +73,28 @@ def validate(cfg: DictConfig) -> groups.Run:
     for folder in run.reference_dirs:
         require(Path(folder).is_dir(), f"reference_dirs entry {folder!r} is not a directory")
     return run
+
+
+def _validate_capture_epochs(cfg: groups.Run) -> None:
+    """compiler.capture_epochs=K > 1 groups the epochs of a whole-epoch run. Groups never
+    straddle the warm-up or the end, so every timed group is whole and alike: train.epochs
+    and train.warmup_epochs must be multiples of K (refused, not a shorter last group, which
+    would need a capture of its own and time unlike the others)."""
+    k = cfg.compiler.capture_epochs
+    if k == 1:
+        return
+    require(cfg.compile and cfg.compiler.scope == "epoch",
+            f"compiler.capture_epochs={k} groups the epochs of a whole-epoch run: needs "
+            "compile=true compiler.scope=epoch (variant=whole-epoch)")
+    require(not cfg.train.paired, f"compiler.capture_epochs={k} needs train.paired=false "
+            "(an eager twin trains epoch by epoch beside it)")
+    for key, value, least in (("train.epochs", cfg.train.epochs, k),
+                              ("train.warmup_epochs", cfg.train.warmup_epochs, 0)):
+        below, above = max(value // k * k, least), -(-value // k) * k
+        choose = " or ".join(str(v) for v in dict.fromkeys((below, above)))
+        require(value % k == 0, f"{key}={value} is not a multiple of "
+                                f"compiler.capture_epochs={k} (epochs are read in groups of "
+                                f"{k}); choose {key}={choose}")
 
 
 def _validate_distributed(cfg: groups.Run) -> None:

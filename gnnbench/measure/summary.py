@@ -15,8 +15,9 @@ class Epoch(Protocol):
 
     epoch: int
     train_s: float
-    eval_s: float
+    eval_s: float | None  # None where timed with the train part (epochs timed in groups)
     bookkeeping_s: float | None
+    timed_epochs: int | None  # epochs timed as one unit with this one; None: 1
     train_acc: float | None
     val_acc: float | None
     test_acc: float | None
@@ -26,38 +27,61 @@ class Epoch(Protocol):
     def has(self, key: str) -> bool: ...
 
 
+def steady_rows(records: list[Epoch], warmup: int) -> list[Epoch]:
+    """The epochs after the warm-up that are independent timing samples: each of them, or
+    where epochs were timed in groups (`timed_epochs`, compiler.capture_epochs) the first
+    of each group that starts after the warm-up. A group's epochs all hold the same share
+    of one measurement: counting each would multiply the samples by the group size and
+    make every spread, check and interval look surer than the data is."""
+    if not records or not records[0].timed_epochs:
+        return list(records[warmup:])
+    kept, i = [], 0
+    while i < len(records):
+        if i >= warmup:
+            kept.append(records[i])
+        i += records[i].timed_epochs or 1
+    return kept
+
+
 def timing_summary(records: list[Epoch], warmup: int, wall_s: float, compiled: bool,
                    configured_warmup: int) -> dict:
     """`warmup` may be less than configured when a run ended early; with no epoch after the
-    configured warm-up there is no steady state and so no compile overhead."""
+    configured warm-up there is no steady state and so no compile overhead. Epochs timed in
+    groups give one sample per group (`steady_rows`, `timed_epochs` says the group size)
+    and no eval time of their own (it is inside the train time)."""
     train = [r.train_s for r in records]
-    evals = [r.eval_s for r in records]
-    steady_train, steady_eval = summarize(train[warmup:]), summarize(evals[warmup:])
+    evals = [r.eval_s or 0.0 for r in records]
+    steady = steady_rows(records, warmup)
+    steady_train = summarize([r.train_s for r in steady])
+    steady_evals = [r.eval_s for r in steady if r.eval_s is not None]
+    steady_eval = summarize(steady_evals) if steady_evals else None
     first_epoch = train[0] + evals[0]
-    steady_epoch = steady_train["median"] + steady_eval["median"]
+    steady_epoch = steady_train["median"] + (steady_eval["median"] if steady_eval else 0.0)
     # The one-off cost is not all in epoch 0: CUDA graphs are recorded on a later call
     # (cudagraph trees on the 2nd, a captured whole step on the 4th). So it is the excess of
     # every warm-up epoch over the steady epoch.
     one_off = sum(train[i] + evals[i] - steady_epoch for i in range(max(warmup, 1)))
-    stages = {f"{stage}_s": summarize([r.get(f"{stage}_s") for r in records[warmup:]])
+    stages = {f"{stage}_s": summarize([r.get(f"{stage}_s") for r in steady])
               for stage in STAGES if records[0].has(f"{stage}_s")}
     # The runner's own per-epoch work after the timed epoch (progress, checks): to compare
     # with the step it measures. Absent from records older than the split.
-    if all(r.bookkeeping_s is not None for r in records[warmup:]) and records[warmup:]:
-        stages["bookkeeping_s"] = summarize([r.bookkeeping_s for r in records[warmup:]])
-    steady = len(records) > configured_warmup
+    if all(r.bookkeeping_s is not None for r in steady) and steady:
+        stages["bookkeeping_s"] = summarize([r.bookkeeping_s for r in steady])
+    grouped = {"timed_epochs": records[0].timed_epochs} if records[0].timed_epochs else {}
+    steady_ok = len(records) > configured_warmup
     return {
         **stages,
+        **grouped,
         "warmup_epochs": warmup,
         "train_s": steady_train,
         "eval_s": steady_eval,
         "first_epoch_s": first_epoch,
         "first_train_s": train[0],
-        "first_eval_s": evals[0],
+        "first_eval_s": records[0].eval_s,
         "first_epoch_overhead_s": first_epoch - steady_epoch,
         "warmup_overhead_s": one_off,
         "wall_s": wall_s,
-        "compile_overhead_s": one_off if compiled and steady else None,
+        "compile_overhead_s": one_off if compiled and steady_ok else None,
     }
 
 

@@ -20,6 +20,7 @@ import statistics
 
 from gnnbench.measure import stability
 from gnnbench.measure.stats import measurable, per_run_ratios, run_speedup
+from gnnbench.measure.summary import steady_rows
 from gnnbench.records import identity
 from gnnbench.records.model import Comparison, Epoch, Record, Scaling, Speedup, Verdict
 
@@ -30,12 +31,13 @@ OLD_REFERENCE_S = 24 * 3600
 
 
 def steady(run: Record, key: str = "train_s", prefix: str = "") -> list[float]:
-    """`key` of every epoch after the warm-up; `prefix="eager_"` reads a paired run's twin."""
+    """`key` of every epoch after the warm-up (of epochs timed in groups, one per group:
+    measure/summary.steady_rows); `prefix="eager_"` reads a paired run's twin."""
     name = f"{prefix}{key}"
     warmup = run.timing.warmup_epochs
 
     def values() -> list[float]:
-        rows = run.epochs[warmup:]
+        rows = steady_rows(run.epochs, warmup)
         if name in Epoch.model_fields:  # a declared time: None where the epoch has none
             return [v for r in rows if (v := getattr(r, name)) is not None]
         return [r.get(name) for r in rows if r.has(name)]
@@ -48,6 +50,20 @@ def steady(run: Record, key: str = "train_s", prefix: str = "") -> list[float]:
 def steady_steps(run: Record, prefix: str = "") -> list[float]:
     """The train-step (mini-batch: train-epoch) times after the warm-up."""
     return steady(run, "train_s", prefix)
+
+
+def steady_train_and_eval(run: Record) -> list[float]:
+    """Train and eval of each epoch after the warm-up: what the train time of epochs timed
+    in groups holds (one graph runs both), so it is what their reference is measured by."""
+    rows = steady_rows(run.epochs, run.timing.warmup_epochs)
+    return [r.train_s + r.eval_s for r in rows if r.train_s is not None and r.eval_s is not None]
+
+
+def timed_epochs(runs: list[Record]) -> int | None:
+    """The group size the runs' epochs were timed in (compiler.capture_epochs), or None
+    where each epoch was timed by itself."""
+    return max((r.timing.timed_epochs or 0 for r in runs if r.timing is not None),
+               default=0) or None
 
 
 def _median(values: list) -> float | None:
@@ -203,11 +219,17 @@ def compare(eager: list[Record], compiled: list[Record]) -> Comparison | None:
         compiled = [compiled_by_seed[s] for s in sorted(eager_by_seed)]
     eager_peak = _median([r.memory.peak_bytes for r in eager])
     peak = _median([r.memory.peak_bytes for r in compiled])
-    out = _against(compiled, {m: [steady(r, key) for r in eager] for m, key in MEASURES.items()},
-                   paired, [r.accuracy.test_at_best_val for r in eager],
+    reference = {m: [steady(r, key) for r in eager] for m, key in MEASURES.items()}
+    # Epochs timed in groups hold train and eval in their train time: so does the reference.
+    grouped = timed_epochs(compiled)
+    train_of = steady_train_and_eval if grouped else steady_steps
+    reference["train"] = [train_of(r) for r in eager]
+    out = _against(compiled, reference, paired, [r.accuracy.test_at_best_val for r in eager],
                    peak / eager_peak if eager_peak and peak is not None else None,
                    ", ".join(r.name for r in eager), [r.folder for r in eager])
-    out.per_run = per_run_ratios({s: steady_steps(r) for s, r in eager_by_seed.items()},
+    if grouped:
+        out.timed_epochs = grouped
+    out.per_run = per_run_ratios({s: train_of(r) for s, r in eager_by_seed.items()},
                                  {s: steady_steps(r) for s, r in compiled_by_seed.items()})
     out.pays_back = _pays_back([(c, eager_by_seed.get(c.config.train.seed, eager[-1]))
                                 for c in compiled], paired=False)

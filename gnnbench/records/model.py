@@ -143,6 +143,9 @@ class Epoch(Part):
     recompiles: int | None = None
     recompiles_this_epoch: int | None = None
     distinct_shapes: int | None = None  # shapes the model met so far (batches of graphs)
+    # Epochs timed as one unit with this one (compiler.capture_epochs): its times are its
+    # share of the unit's, its train_s holds train, eval and metrics (no eval_s). Absent: 1.
+    timed_epochs: int | None = None
 
 
 class Timing(Part):
@@ -154,6 +157,9 @@ class Timing(Part):
     first_epoch_s: float | None = None
     ranks: list[dict] | None = None
     throughput_nodes_per_s: float | None = None
+    # Epochs were timed in groups of this many: one steady sample per group (`train_s.n`
+    # counts groups), no eval time of their own. Absent: each epoch timed by itself.
+    timed_epochs: int | None = None
 
 
 class Accuracy(Part):
@@ -163,6 +169,10 @@ class Accuracy(Part):
     final: dict | None = None
     chance: float | None = None
     near_chance: bool | None = None
+    # Epochs in groups (compiler.capture_epochs): the best validation, its epoch and the
+    # test accuracy there as the device kept them; equal to the above, which the host
+    # finds in the epochs it read.
+    on_device: dict | None = None
 
 
 class Paired(Part):
@@ -325,6 +335,9 @@ class Comparison(Speedup):
     eager_test_acc: float | None = None
     memory_ratio: float | None = None
     reference: str | None = None
+    # Kept as an undeclared key where set, `timed_epochs`: the compiled runs' epochs were
+    # timed in groups of this many (compiler.capture_epochs), so the train figure is train
+    # and eval together on both sides, and there is no inference figure.
 
 
 class Scaling(Part):

@@ -225,7 +225,7 @@ def _publish_run(result: Record, out_dir: Path, group: str,
             run.define_metric("*", step_metric="epoch")
             for row in result.epochs:
                 logged = {"epoch": row.epoch, "loss": row.loss,
-                          "train_step_ms": row.train_s * 1e3, "eval_ms": row.eval_s * 1e3,
+                          "train_step_ms": row.train_s * 1e3, "eval_ms": _ms(row.eval_s),
                           "acc/train": row.train_acc, "acc/val": row.val_acc,
                           "acc/test": row.test_acc,
                           # batches of whole graphs: what each epoch cost in compiles

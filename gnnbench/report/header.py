@@ -107,6 +107,19 @@ def _wall_clock_line(runs: list[Record]) -> str | None:
             f"{len(spans)} runs at once")
 
 
+def _grouped_line(runs: list[Record]) -> str | None:
+    """Rows whose epochs were timed in groups (compiler.capture_epochs) read differently:
+    said only where a report has them, so every other report reads as before."""
+    sizes = sorted({r.timing.timed_epochs for r in runs
+                    if r.timing is not None and r.timing.timed_epochs})
+    if not sizes:
+        return None
+    return (f"- **Epochs timed in groups** (`capture_epochs={', '.join(map(str, sizes))}`): "
+            "one unit (one CUDA graph on CUDA) per group, each epoch its share and one timing "
+            "sample per group; their train time and speedup hold train and eval together "
+            "(against eager's train + eval), and they have no inference speedup")
+
+
 def header(runs: list[Record], rows: list, verdicts: list[Verdict]) -> str:
     """The lines above the table; `verdicts` are the ok runs' stability verdicts."""
     skipped = sum(r.status == "skipped" for r in runs)
@@ -126,7 +139,7 @@ def header(runs: list[Record], rows: list, verdicts: list[Verdict]) -> str:
         f"- **Records**: {len(runs)}: {ran} runs ({ok} ok, {ran - ok} failed) in {len(rows)} "
         f"rows, {skipped} skipped (repeats of an eager run)",
         f"- **Timing stability**: {stable_line}",
-        *filter(None, [_wall_clock_line(runs)]),
+        *filter(None, [_wall_clock_line(runs), _grouped_line(runs)]),
         "- **Plots**: [speedup over eager](speedup.png), [epoch-time distributions]"
         "(epoch_times.png); the table as [CSV](report.csv)",
         "",

@@ -48,9 +48,14 @@ def format_summary(result: Record, where: str | None = None) -> str:
         step, ev = t.train_s, t.eval_s
         batching = result.batching or Batching()
         unit = "train step" if batching.mode == "full" else "train epoch"
-        lines.append(f"  {unit}: median {_ms(step.median)} (IQR {_ms(step.iqr)}, "
-                     f"n={step.n} epochs after {t.warmup_epochs} warm-up); "
-                     f"eval: median {_ms(ev.median)}")
+        if t.timed_epochs:  # one graph per group: train and eval not timed apart
+            lines.append(f"  train step and eval: median {_ms(step.median)} per epoch (IQR "
+                         f"{_ms(step.iqr)}, n={step.n} groups of {t.timed_epochs} epochs "
+                         f"timed as one, after {t.warmup_epochs} warm-up epochs)")
+        else:
+            lines.append(f"  {unit}: median {_ms(step.median)} (IQR {_ms(step.iqr)}, "
+                         f"n={step.n} epochs after {t.warmup_epochs} warm-up); "
+                         f"eval: median {_ms(ev.median)}")
         # Right under the number they qualify: a quoted median from an unstable run misleads.
         lines += [f"  warning: {w}" for w in (result.stability.warnings
                                               if result.stability else [])]
@@ -172,10 +177,13 @@ def _ci(c: Speedup) -> str:
 def _headline(c: Comparison) -> tuple[str, list[str]]:
     """The train step's answer, and the other measures: a ratio whose interval contains
     1.0 is "no measurable difference", never a speedup."""
+    what = "train step"
+    if c.get("timed_epochs"):  # epochs timed in groups: train and eval in one graph
+        what = f"train step and eval (epochs timed in groups of {c.get('timed_epochs')})"
     if c.measurable is False:
-        first = f"no measurable difference in the train step ({c.speedup:.2f}x, {_ci(c)})"
+        first = f"no measurable difference in the {what} ({c.speedup:.2f}x, {_ci(c)})"
     else:
-        first = f"{c.speedup:.2f}x the eager train step [{_ci(c)}]"
+        first = f"{c.speedup:.2f}x the eager {what} [{_ci(c)}]"
     others = []
     for m, what in ((c.inference, "inference"), (c.epoch, "whole epoch")):
         if m:

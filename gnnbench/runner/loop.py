@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from gnnbench import data
 from gnnbench.measure import dynamo, memory, stability
-from gnnbench.measure.summary import accuracy_summary
+from gnnbench.measure.summary import accuracy_summary, steady_rows
 from gnnbench.measure.timer import synchronize
 from gnnbench.records.model import CudaGraphAudit, Epoch, Paired, Record, Shapes
 from gnnbench.runner import interrupts
@@ -43,6 +43,21 @@ def _non_finite_loss(row: Epoch) -> str | None:
         if value is not None and not math.isfinite(value):
             return f"non-finite {whose}loss ({value})"
     return None
+
+
+def _check_device_best(record: Record, device_best: dict | None) -> None:
+    """A grouped whole-epoch run kept its best-validation bookkeeping on the device: the
+    record keeps it (`accuracy.on_device`), and it must be what the host finds in the
+    epochs it read (same best epoch, same accuracies); anything else is a bug, not a
+    measurement, and fails the run."""
+    if device_best is None:
+        return
+    record.accuracy.on_device = device_best
+    host = {k: getattr(record.accuracy, k) for k in device_best}
+    if host != device_best and record.status == "ok":
+        record.status = "error"
+        record.reason = (f"the device's best-validation bookkeeping {device_best} disagrees "
+                         f"with the epochs read {host}")
 
 
 def make_trainer(cfg: DictConfig, task: data.Task | data.GraphTask | data.HeteroTask,
@@ -80,31 +95,39 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
     epochs = record.epochs
     machine_before = stability.machine_state(device)
     try:
-        for epoch in range(cfg.train.epochs):
+        # One unit at a time: an epoch, or a group of compiler.capture_epochs epochs that
+        # train as one (its epochs share its time; every check below acts between groups).
+        for first in range(0, cfg.train.epochs, trainer.group_epochs):
             synchronize(device)
             started = time.perf_counter()
-            row = Epoch.model_validate(trainer.epoch(epoch))
-            if recorder is not None:
-                row.recompiles = recorder.recompiles()
-                row.recompiles_this_epoch = row.recompiles - (
-                    epochs[-1].recompiles if epochs else 0)
+            rows = [Epoch.model_validate(r) for r in trainer.epochs_from(first)]
+            if recorder is not None:  # a group's recompilations counted at its first epoch
+                before = epochs[-1].recompiles if epochs else 0
+                for i, row in enumerate(rows):
+                    row.recompiles = recorder.recompiles()
+                    row.recompiles_this_epoch = row.recompiles - before if i == 0 else 0
             synchronize(device)
             # The whole epoch as a user's loop would see it: train, eval and the metric
             # reads. The runner's own work after it (progress, checks) is `bookkeeping_s`.
-            row.epoch_wall_s = time.perf_counter() - started
+            wall_s = (time.perf_counter() - started) / len(rows)
             kept = time.perf_counter()
-            epochs.append(row)
-            progress.update(row)
+            for row in rows:
+                row.epoch_wall_s = wall_s
+                epochs.append(row)
+                progress.update(row)
             # Checked between epochs, outside the timed regions: the loss is read anyway.
-            bad = _non_finite_loss(row)
+            bad = next(((why, r.epoch) for r in rows if (why := _non_finite_loss(r))), None)
             signum = trainer.agree(interrupts.requested() or 0) or None
-            row.bookkeeping_s = time.perf_counter() - kept
+            bookkeeping_s = (time.perf_counter() - kept) / len(rows)
+            for row in rows:
+                row.bookkeeping_s = bookkeeping_s
+            last = rows[-1].epoch
             if bad:
-                record.status, record.reason = "diverged", f"{bad} at epoch {epoch}"
+                record.status, record.reason = "diverged", f"{bad[0]} at epoch {bad[1]}"
                 break
-            if signum is not None and epoch + 1 < cfg.train.epochs:
+            if signum is not None and last + 1 < cfg.train.epochs:
                 record.status = "interrupted"
-                record.reason = (f"{interrupts.name(signum)} after epoch {epoch + 1} of "
+                record.reason = (f"{interrupts.name(signum)} after epoch {last + 1} of "
                                  f"{cfg.train.epochs}")
                 break
         if record.status == "ok" and not trainer.parameters_finite():
@@ -137,7 +160,9 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
         chance = task.info.get("test_majority_share")
         if epochs:
             record.accuracy = accuracy_summary(epochs, chance)
-        steady = [r.train_s for r in epochs[cfg.train.warmup_epochs:]]
+            _check_device_best(record, trainer.device_best)
+        # One timing sample per group of epochs timed together (each epoch: its share).
+        steady = [r.train_s for r in steady_rows(epochs, cfg.train.warmup_epochs)]
         if steady:
             record.stability = stability.assess(steady, machine_before, machine_after)
     if len(trainer.variants) > 1:

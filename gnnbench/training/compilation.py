@@ -93,10 +93,11 @@ def requested_cuda_graphs(cfg: DictConfig, device: torch.device, batching: str) 
     """Which CUDA graphs a compiled setting asks for (`cfg` is the `compiler` group):
     `cudagraph trees` (Inductor's, model scope under a CUDA-graph mode), `whole step`
     (scope=step under such a mode, full batch: gnnbench captures the step itself), `whole
-    epoch` (scope=epoch: the step and the eval with its metrics, two captured graphs), or
-    `none`. Mini-batches change shape every batch, so a captured step could not be
-    replayed there and the compiled parts run without CUDA graphs. What a run actually
-    got is observed separately (Inductor's counters, `CapturedStep.captured`)."""
+    epoch` (scope=epoch: the step and the eval with its metrics, two captured graphs; with
+    compiler.capture_epochs=K > 1, K epochs of both in one), or `none`. Mini-batches
+    change shape every batch, so a captured step could not be replayed there and the
+    compiled parts run without CUDA graphs. What a run actually got is observed
+    separately (Inductor's counters, `CapturedStep.captured`)."""
     if device.type != "cuda" or cfg.mode not in _WITHOUT_CUDAGRAPHS:
         return "none"
     if cfg.scope in ("model", "layers"):
@@ -161,7 +162,9 @@ class CapturedStep:
     one launch instead of dozens, which is what bounds a small graph's step (Cora's GPU is
     idle ~90 % of an uncaptured step). Every call is one real training step: the first
     `warmup` calls run normally on a side stream (compilation, cuBLAS and autograd set-up
-    happen there); the next captures the step and replays it; later calls replay.
+    happen there); the next captures the step and replays it; later calls replay. The
+    "step" may be a group of whole epochs (training/epoch_groups.py): each call is then one
+    real group, and `warmup` counts groups.
 
     The returned loss is the graph's own output: read it before the next call.
     """

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,7 +17,15 @@ from torch import Tensor
 from gnnbench import models
 from gnnbench.data import Task
 from gnnbench.measure.timer import EpochTimer, timed
-from gnnbench.training import buckets, compilation, layouts, prefetch, sampler, steps
+from gnnbench.training import (
+    buckets,
+    compilation,
+    epoch_groups,
+    layouts,
+    prefetch,
+    sampler,
+    steps,
+)
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import autocast, forward_in
 
@@ -53,6 +62,20 @@ class TrainerBase:
     captured = None
     captured_metrics = None
     variants: list[Variant]
+    # How many epochs one call of `epochs_from` trains as one unit (compiler.capture_epochs
+    # of a whole-epoch run), and the device's own best-validation bookkeeping as the host
+    # last read it (None: kept by the host alone, from the epochs' records).
+    group_epochs = 1
+    device_best: dict | None = None
+
+    def epoch(self, epoch: int) -> dict:
+        """One epoch's record."""
+        raise NotImplementedError
+
+    def epochs_from(self, first: int) -> list[dict]:
+        """The records of the epochs from `first` that train as one unit: one epoch, unless
+        the trainer groups them."""
+        return [self.epoch(first)]
 
     def agree(self, value: int) -> int:
         """The largest `value` any process of the run holds: a decision to stop (a signal)
@@ -94,6 +117,8 @@ class Trainer(TrainerBase):
         captured = bool(cfg.get("capture")) and not cfg.compile  # the eager step as one graph
         whole_step = (cfg.compile and cfg.compiler.scope in ("step", "epoch")) or captured
         self.whole_epoch = cfg.compile and cfg.compiler.scope == "epoch"
+        if self.whole_epoch:
+            self.group_epochs = cfg.compiler.get("capture_epochs", 1)
         self.requested_cuda_graphs = (
             compilation.requested_cuda_graphs(cfg.compiler, device, cfg.train.batching)
             if cfg.compile else "whole step" if captured else "none")
@@ -163,7 +188,9 @@ class Trainer(TrainerBase):
         if not full:
             return step
         step = self._with_full_batch(step)
-        if self.requested_cuda_graphs in ("whole step", "whole epoch"):
+        # Epochs in groups: the group is captured as a whole (_set_up_epoch_metrics).
+        if self.requested_cuda_graphs in ("whole step", "whole epoch") and \
+                self.group_epochs == 1:
             self.captured = step = compilation.CapturedStep(step)
         return step
 
@@ -176,12 +203,32 @@ class Trainer(TrainerBase):
             functools.partial(steps.epoch_metrics, model, model, task, self.edge_index,
                               self.edge_weight), cfg.compiler))
         self.metrics_step = lambda: metrics(self._last_loss)
+        self._sizes = [idx.numel() for idx in task.splits.values()]
+        pinned = self.device.type == "cuda"
+        if self.group_epochs > 1:
+            self._set_up_group(self.variants[0].step, metrics, pinned)
+            return
         if self.requested_cuda_graphs == "whole epoch":
             self.captured_metrics = compilation.CapturedStep(self.metrics_step)
             self.metrics_step = self.captured_metrics
-        pinned = self.device.type == "cuda"
         self._host = torch.empty(4, pin_memory=pinned)
-        self._sizes = [idx.numel() for idx in task.splits.values()]
+
+    def _set_up_group(self, step: Callable[[], Tensor], metrics: Callable[[Tensor], Tensor],
+                      pinned: bool) -> None:
+        """compiler.capture_epochs=K: K epochs (step, eval, metrics, best-validation
+        bookkeeping) as one unit, on CUDA captured as one graph after as many uncaptured
+        groups as make the three warm-up steps a single step's capture has."""
+        splits = list(self.task.splits)
+        self.group = epoch_groups.EpochGroup(
+            step, metrics, self.group_epochs, 1 + splits.index("val"),
+            1 + splits.index("test"), 1 + len(splits), self.device)
+        self._unit: Callable[[], Tensor] = self.group
+        if self.requested_cuda_graphs == "whole epoch":
+            warmup = math.ceil(3 / self.group_epochs)
+            self.captured = self.captured_metrics = compilation.CapturedStep(self.group, warmup)
+            self._unit = self.captured
+        self._host = torch.empty(self.group.packed.numel(), dtype=torch.float64,
+                                 pin_memory=pinned)
 
     def _captured_eager_step(self, model: torch.nn.Module,
                              optimizer: torch.optim.Optimizer) -> Callable:
@@ -210,6 +257,26 @@ class Trainer(TrainerBase):
                 torch.manual_seed(self.cfg.train.seed * 100_003 + epoch)
             record.update(self._epoch_of(variant))
         return record
+
+    def epochs_from(self, first: int) -> list[dict]:
+        if self.group_epochs == 1:
+            return [self.epoch(first)]
+        return self._grouped_epochs(first)
+
+    def _grouped_epochs(self, first: int) -> list[dict]:
+        """One group of epochs: one launch (the captured group), one copy of every epoch's
+        figures and the best so far to the host, one synchronisation. The group is timed
+        as a whole, so each epoch's `train_s` is its share: train, eval and metrics
+        together (inside one graph they cannot be timed apart), with no `eval_s`."""
+        timer, k = self.timers[""], self.group_epochs
+        packed = timer.measure("train_s", self._unit)
+        self._host.copy_(packed, non_blocking=True)
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+        share = timer.read()["train_s"] / k
+        rows, self.device_best = epoch_groups.unpack(self._host.tolist(), first, k,
+                                                     list(self.task.splits), self._sizes)
+        return [{**row, "train_s": share, "timed_epochs": k} for row in rows]
 
     def _full_batch_epoch(self, v: Variant) -> dict:
         if self.metrics_step is not None and not v.twin:
