@@ -1,5 +1,5 @@
 """What compiling costs, by the cache state a run starts with (compiler.cache) and by what
-is compiled (compiler.scope=layers): real Inductor, real cache directories, a real priming
+is compiled (compiler.scope=layers, nested): real Inductor, real cache directories, a real priming
 run in another process and torch.compiler's real portable artifacts, on a tiny Cora SAGE.
 One module fixture makes the runs; the tests read their records."""
 
@@ -23,12 +23,14 @@ TINY = ["model=sage", "dataset=cora", "model.hidden=8", "model.dropout=0.0",
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, data_dir, mirror):
     """cold, warm, portable (the same setting, one priming shared by the last two),
-    scope=layers from a cold cache and the eager reference, each in this process."""
+    scope=layers and scope=nested from a cold cache and the eager reference, each in this
+    process."""
     root = tmp_path_factory.mktemp("compile-cost")
     out = {"root": root}
     for name, extra in (("cold", ["compiler.cache=cold"]), ("warm", ["compiler.cache=warm"]),
                         ("portable", ["compiler.cache=portable"]),
                         ("layers", ["compiler.cache=cold", "compiler.scope=layers"]),
+                        ("nested", ["compiler.cache=cold", "compiler.scope=nested"]),
                         ("eager", ["compile=false"])):
         cfg = make_config([f"data_dir={data_dir}", f"data_mirror={mirror}", "train.device=cpu",
                            "wandb.mode=disabled", *TINY, *extra])
@@ -76,6 +78,41 @@ def test_layer_scope_compiles_each_layer_and_learns_the_same(runs):
     assert layers.epochs[-1].loss == pytest.approx(model.epochs[-1].loss, rel=1e-3)
 
 
+@pytest.mark.slow
+def test_nested_scope_is_one_graph_of_regions_and_learns_the_same(runs):
+    nested, model = runs["nested"], runs["cold"]
+    assert nested.compile.regions == 2 and nested.compile.graph_breaks == 0
+    assert not nested.accuracy.near_chance
+    assert nested.accuracy.test_at_best_val == pytest.approx(model.accuracy.test_at_best_val,
+                                                             abs=0.01)
+    assert nested.epochs[-1].loss == pytest.approx(model.epochs[-1].loss, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_nested_regions_of_a_deep_model_keep_each_layers_own_weights():
+    """The middle layers of one class and shape share one region: each must still use its
+    own weights, training and evaluating (a region marked on bound methods reused the first
+    layer's: outputs off by 100)."""
+    import torch
+
+    from gnnbench import models
+    from gnnbench.training import compilation
+
+    cfg = make_config(["model=sage", "model.num_layers=4", "model.hidden=16",
+                       "model.dropout=0.0", "model.input_dropout=0.0", "compile=true",
+                       "compiler.scope=nested"])
+    torch.manual_seed(0)
+    model = models.build_model(cfg.model, 32, 7)
+    x, edges = torch.randn(50, 32), torch.randint(0, 50, (2, 200))
+    expected = model(x, edges)
+    compiled, regions = compilation.compile_nested(model, cfg.compiler)
+    assert regions == 4 and type(model.convs[1]).__name__ == "SAGEConvRegion"
+    assert torch.allclose(compiled(x, edges), expected, atol=1e-5)
+    model.eval()
+    with torch.no_grad():
+        assert torch.allclose(compiled(x, edges), expected, atol=1e-5)
+
+
 def test_bad_cache_and_scope_values_are_one_line(run):
     bad = run("compile=true", "compiler.cache=hot")
     assert bad.input_error and bad.reason == (
@@ -90,18 +127,19 @@ def test_report_shows_compile_cost_per_cache_state_and_cumulative_time(runs):
     rows = write_report([runs["root"]], log_to_wandb=False)
     assert {r.variant for r in rows} == {
         "eager", "compile-default cache=cold", "compile-default cache=warm",
-        "compile-default cache=portable", "compile-default layers cache=cold"}
+        "compile-default cache=portable", "compile-default layers cache=cold",
+        "compile-default nested cache=cold"}
     markdown = (runs["root"] / "report.md").read_text()
     section = markdown.split("## Compile cost by cache state", 1)[1].split("\n## ", 1)[0]
     lines = {line.split(" | ")[1]: line for line in section.splitlines()
              if line.startswith("| sage/cora")}
-    assert len(lines) == 4
+    assert len(lines) == 5
     cold = runs["cold"].compile.times.total_s
     assert f"| 0/{runs['cold'].compile.cache['fxgraph_misses']} | {cold:.2f} |" in \
         lines["compile-default cache=cold"]
     drawn = compile_cost.cumulative_plot(rows, [runs[k] for k in runs if k != "root"],
                                          runs["root"] / "cumulative_time.png")
-    assert drawn["lines"][0] == "sage/cora eager" and len(drawn["lines"]) == 5
+    assert drawn["lines"][0] == "sage/cora eager" and len(drawn["lines"]) == 6
     assert (runs["root"] / "cumulative_time.png").stat().st_size > 0
 
 

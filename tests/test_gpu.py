@@ -6,7 +6,8 @@ import torch
 
 from gnnbench.measure import timer as timing
 
-pytestmark = pytest.mark.gpu
+# Slow too: most tests compile in this process (the tier rule in conftest.py).
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 
 def test_timer_waits_for_the_kernel():

@@ -33,7 +33,7 @@ Mode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cu
 # epoch's metrics, each compiled (and captured), metrics read with one copy per epoch;
 # layers: each convolution compiled on its own (regional compilation: identical layers share
 # their compiled code, so compile cost grows with distinct layers, not depth).
-Scope = Literal["model", "step", "epoch", "layers"]
+Scope = Literal["model", "step", "epoch", "layers", "nested"]
 # The compile caches a compiled run starts with: as-is (whatever this process and the
 # Inductor cache directory already hold: what runs before the cache axis measured), cold (an
 # empty cache directory, in-process caches cleared), warm (the directory a priming run of the

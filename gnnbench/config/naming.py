@@ -16,7 +16,7 @@ def variant_label(cfg: Mapping) -> str:
             return "eager-captured" + (" paired" if cfg["train"].get("paired") else "")
         return "eager"
     c = cfg["compiler"]
-    extras = [c["scope"] if c.get("scope") in ("step", "epoch", "layers") else "",
+    extras = [c["scope"] if c.get("scope") in ("step", "epoch", "layers", "nested") else "",
               f"cache={c['cache']}" if c.get("cache", "as-is") != "as-is" else "",
               f"capture_epochs={c['capture_epochs']}" if c.get("capture_epochs", 1) != 1
               else "",

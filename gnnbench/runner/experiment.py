@@ -44,13 +44,17 @@ def validate(cfg: DictConfig) -> None:
                        f"graph.layout=csr-op aggregates by one SpMM: it supports gcn "
                        f"(normalize=precompute) and sage (aggr=mean), not "
                        f"model={cfg.model.name}")
-    if cfg.compile and cfg.compiler.scope == "layers":
+    scope = cfg.compiler.scope
+    if cfg.compile and scope in ("layers", "nested"):
         config.require(not models.foreign_model(cfg.model),
-                       f"compiler.scope=layers compiles gnnbench's own layers one by one; model "
-                       f"{cfg.model.name} is not one of them: choose one of: model, step")
+                       f"compiler.scope={scope} compiles gnnbench's own layers one by one; "
+                       f"model {cfg.model.name} is not one of them: choose one of: model, step")
         config.require(layout in ("coo", "edge_index"),
-                       f"compiler.scope=layers compiles each convolution, which graph.layout="
+                       f"compiler.scope={scope} compiles each convolution, which graph.layout="
                        f"{layout} bypasses: choose one of: coo, edge_index")
+        config.require(scope != "nested" or compilation.has_nested_regions(),
+                       f"compiler.scope=nested needs torch.compiler.nested_compile_region "
+                       f"(torch 2.8 or later; this is {torch.__version__}): choose layers")
     _validate_level(cfg, data.level(cfg.dataset), layout)
     if cfg.train.batching == "neighbor" and cfg.train.sampler == "pyg":
         config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "

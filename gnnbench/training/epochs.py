@@ -172,6 +172,9 @@ class Trainer(TrainerBase):
         if self.cfg.compiler.get("scope") == "layers":  # each convolution on its own
             self.regions = compilation.compile_layers(model, self.cfg.compiler)
             return self.trained
+        if self.cfg.compiler.get("scope") == "nested":  # one graph, layers as regions
+            compiled, self.regions = compilation.compile_nested(self.trained, self.cfg.compiler)
+            return compiled
         if self.foreign and self.trained is model:
             return model.with_compiled(compilation.compile_model(model.model, self.cfg.compiler))
         return compilation.compile_model(self.trained, self.cfg.compiler)
