@@ -187,6 +187,32 @@ def test_kernel_compiles_in_one_graph_with_dynamic_shapes(monkeypatch):
     assert len(builds) == 6  # A's and Aᵀ's schedules once per graph, never per step
 
 
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not importable")
+@pytest.mark.skipif(INTERPRETED, reason="the interpreter builds no GPU code")
+@pytest.mark.parametrize(("x_type", "has_values"), [("*bf16", True), ("*fp32", False)])
+def test_triton_builds_it_for_an_h200_without_one(x_type, has_values):
+    """The interpreter runs Python, not the compiler: here triton compiles the same source
+    to an sm_90 cubin (no GPU needed), with the 16-byte divisibility that a launch on
+    256-wide features gets, so the feature loads must come out vectorised."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from gnnbench.models.spmm_kernel import _spmm
+
+    signature = {"work_ptr": "*i64", "col_ptr": "*i64", "val_ptr": "*fp32", "x_ptr": x_type,
+                 "out_ptr": "*fp32", "num_features": "i32", "stride_x": "i32",
+                 "stride_out": "i32", "HAS_VALUES": "constexpr", "BLOCK_E": "constexpr",
+                 "BLOCK_F": "constexpr", "ACC": "constexpr"}
+    constants = {"HAS_VALUES": has_values, "BLOCK_E": 32, "BLOCK_F": 128, "ACC": tl.float32}
+    source = ASTSource(fn=_spmm, signature=signature, constexprs=constants,
+                       attrs={(i,): [["tt.divisibility", 16]] for i in range(8)})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    assert compiled.asm["cubin"] and "scf.while" in compiled.asm["ttgir"]
+    assert "ld.global.v4" in compiled.asm["ptx"] or "ld.global.v2" in compiled.asm["ptx"]
+
+
 @pytest.fixture(scope="module")
 def cora(tmp_path_factory, data_dir, mirror):
     """One Cora run per set of overrides, shared by the tests below."""

@@ -144,7 +144,7 @@ def sweep(adj_args: tuple, x: torch.Tensor, reps: int, device: torch.device) -> 
     rows = []
     for chunk in (32, 128, 512):
         adj = TritonAdjacency.from_edge_index(edge_index, nodes, weight, chunk=chunk)
-        for config in itertools.product((16, 32), (64, 128, 256), (4, 8)):
+        for config in itertools.product((8, 16, 32), (64, 128, 256), (4, 8)):
             res = bench({"kernel": forward(adj, x, *config)}, reps, 3, device)["kernel"]
             ms = res.get("ms", {})
             rows.append({"chunk": chunk, **dict(zip(("block_e", "block_f", "num_warps"), config,
