@@ -2,8 +2,8 @@
 computes, forward and backward, in fp32 and with bf16 storage, stay inside one
 torch.compile(fullgraph=True, dynamic=True) graph, and train Cora as coo does.
 
-The `test_kernel_*` tests run in this process through the op's plain-torch path (no CUDA
-here), and again in a subprocess with TRITON_INTERPRET=1 through the real Triton kernel
+The `test_kernel_*` tests run in this process through the op's torch.sparse fallback (no
+CUDA here), and again in a subprocess with TRITON_INTERPRET=1 through the real Triton kernel
 (`test_the_kernel_tests_pass_in_triton_s_interpreter`): triton picks interpretation once,
 when it is first imported, so the same process cannot do both."""
 
@@ -34,7 +34,7 @@ from gnnbench.training import layouts
 
 N, REPO = 150, Path(__file__).resolve().parents[1]
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-EXPECTED = "triton-interpreter" if INTERPRETED else "reference"
+EXPECTED = "triton-interpreter" if INTERPRETED else "torch-sparse"
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
@@ -80,6 +80,17 @@ def test_kernel_matches_pyg_forward_and_backward(graph, aggr, dtype):
     torch.testing.assert_close(x.grad.float(), x32.grad, rtol=tol, atol=tol)
     if aggr == "weighted":  # entries follow CSR order: perm maps them to edge_index columns
         torch.testing.assert_close(values.grad, w32.grad[adj.perm], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("aggr", ["sum", "weighted", "mean"])
+def test_the_reference_matches_pyg(graph, aggr):
+    """reference_mm is what the GPU test and the benchmark hold the kernel to."""
+    weight = torch.rand(graph.size(1)) if aggr == "weighted" else None
+    adj = CSRAdjacency.from_edge_index(graph, N, weight, "mean" if aggr == "mean" else "sum")
+    x = torch.randn(N, 20, dtype=torch.float64)
+    got = reference_mm(adj.rowptr, adj.col, None if aggr == "sum" else adj.values, x)
+    w64 = weight.double() if weight is not None else None
+    torch.testing.assert_close(got, pyg(graph, x, w64, "mean" if aggr == "mean" else "sum"))
 
 
 def test_kernel_sums_bf16_in_fp32():
@@ -141,10 +152,13 @@ def test_layers_equal_pyg_gcn_and_sage(graph):
 def test_layout_conversion_and_plain_backend(graph):
     adj, weight = layouts.convert("csr-triton", graph, None, N, "mean")
     assert isinstance(adj, TritonAdjacency) and weight is None and adj.weighted
+    moved = adj.to("cpu")
+    assert isinstance(moved, TritonAdjacency) and moved.weighted
+    assert torch.equal(moved.t_work, adj.t_work)
     plain, _ = layouts.convert("csr-op", graph, None, N, "mean")
     assert type(plain) is CSRAdjacency
     if not INTERPRETED:
-        assert backend(torch.device("cpu")) == "reference"
+        assert backend(torch.device("cpu")) == "torch-sparse"
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
@@ -164,7 +178,8 @@ def test_unsupported_models_are_one_line(monkeypatch, overrides, expected):
 
 
 @pytest.mark.slow
-def test_kernel_compiles_in_one_graph_with_dynamic_shapes(monkeypatch):
+@pytest.mark.parametrize("weighted", [True, False])
+def test_kernel_compiles_in_one_graph_with_dynamic_shapes(monkeypatch, weighted):
     builds = []
     monkeypatch.setattr(csr_triton, "schedule",
                         lambda *a: builds.append(1) or schedule(*a))
@@ -174,7 +189,7 @@ def test_kernel_compiles_in_one_graph_with_dynamic_shapes(monkeypatch):
     with DynamoRecorder() as recorder:
         for n, e in ((50, 300), (80, 500), (120, 700)):
             adj = TritonAdjacency.from_edge_index(power_law_graph(n, e, seed=n), n,
-                                                  torch.rand(e), chunk=8)
+                                                  torch.rand(e) if weighted else None, chunk=8)
             x = torch.randn(n, 6)
             for _ in range(2):
                 eager_loss, eager_grads = loss_and_grads(model, x, adj)

@@ -15,7 +15,7 @@ kernel for this on some builds) is an outcome with its reason, not a crash. `--s
 times the kernel's forward over chunk sizes, block shapes and warps (CUDA only).
 
 `--tiny` (to check that it runs, on the CPU too): 2,000 nodes, 12,000 edges, 32 features,
-5 rounds. Without CUDA, csr-triton is its plain-torch path (the JSON's `backend` says so).
+5 rounds. Without CUDA, csr-triton is csr-op's SpMM (the JSON's `backend` says so).
 """
 
 from __future__ import annotations

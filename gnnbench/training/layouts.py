@@ -3,7 +3,7 @@
 which dynamo refuses to compile), PyG's `EdgeIndex` sorted by target (edge_index: PyG's
 segment-reduction paths), or gnnbench's CSR custom op (csr-op: the same SpMM as an op
 torch.compile keeps in its graph; GCN and mean-SAGE), or the same op with gnnbench's own
-Triton kernel and row-balanced schedule (csr-triton; plain torch where no CUDA). The
+Triton kernel and row-balanced schedule (csr-triton; csr-op's SpMM where no CUDA). The
 conversion is done once, before training, and timed apart from the steps."""
 
 from __future__ import annotations
