@@ -1,10 +1,10 @@
 """graph.layout=csr-triton: csr-op's CSR aggregation with a Triton kernel of gnnbench's own.
 
-csr-op's cuSPARSE product is fast in fp32 but has no bf16 kernel on the H200 ("type
-combination not supported"), and its time on a power-law graph depends on how cuSPARSE
-splits the hubs. Here the split is ours: each row becomes work items of at most `chunk`
-entries (a hub's chunks run as separate programs and are added with atomics), ordered
-longest first so the hubs' work starts early and does not trail at the end.
+csr-op's cuSPARSE product is fast in fp32 but had no bf16 kernel on the H200 ("type
+combination not supported"), and how it shares a power-law graph's hubs among threads is
+not ours to change. Here it is: each row becomes work items of at most `chunk` entries (a
+hub's chunks run as separate programs and are added with atomics), ordered longest first
+so that no long item starts last and trails behind the rest.
 
 `gnnbench::triton_spmm` is a custom op like csr-op's `gnnbench::csr_spmm`: dynamo sees its
 fake and keeps it in one graph with dynamic shapes; its backward is the same kernel on Aᵀ,

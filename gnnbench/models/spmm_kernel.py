@@ -61,7 +61,7 @@ INTERPRETED = isinstance(_spmm, InterpretedFunction)
 def blocks(num_features: int, dtype: torch.dtype) -> tuple[int, int]:
     """(BLOCK_E, BLOCK_F): 512 bytes of a neighbour's row per load, 32 neighbours at a time
     (most rows of a power-law graph have fewer), never wider than the features."""
-    width = 512 // torch.tensor([], dtype=dtype).element_size()
+    width = 512 // dtype.itemsize
     return 32, max(16, min(width, triton.next_power_of_2(num_features)))
 
 
@@ -69,10 +69,10 @@ def launch(work: Tensor, col: Tensor, values: Tensor | None, x: Tensor, out: Ten
            block_e: int | None = None, block_f: int | None = None,
            num_warps: int = 4) -> None:
     """Adds A @ x into `out` (zeroed, float32 or float64, contiguous) for the work items."""
-    default_e, default_f = blocks(x.size(1), x.dtype)
-    block_e, block_f = block_e or default_e, block_f or default_f
     if work.size(0) == 0 or x.size(1) == 0:
         return
+    default_e, default_f = blocks(x.size(1), x.dtype)
+    block_e, block_f = block_e or default_e, block_f or default_f
     grid = (work.size(0), triton.cdiv(x.size(1), block_f))
     acc = tl.float64 if out.dtype == torch.float64 else tl.float32
     _spmm[grid](
