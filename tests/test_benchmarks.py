@@ -67,6 +67,24 @@ def test_scale_times_a_sweeps_first_job_and_a_report_over_generated_records(tmp_
     assert number(report["ms_per_record"])
 
 
+def test_spmm_times_each_aggregation_and_checks_its_numbers(tmp_path):
+    out = bench(tmp_path, "spmm", "--sweep")
+    assert out["command"].startswith("python -m gnnbench.benchmarks.spmm")
+    assert out["backend"] in ("torch-sparse", "triton-interpreter")  # no CUDA here
+    assert out["graph"]["nodes"] == 2000 and out["graph"]["work_items"] > 0
+    assert "needs the compiled kernel" in out["sweep"]["skipped"]
+    for dtype in ("fp32", "bf16"):
+        assert set(out["results"][dtype]) == {"forward", "forward_backward"}
+        for rows in out["results"][dtype].values():
+            assert set(rows) == {"csr-triton", "csr-op", "pyg-scatter"}
+            assert all(r["outcome"] == "ok" and r["ms"]["n"] == 5 for r in rows.values())
+            assert number(rows["csr-op"]["csr_triton_speedup"]["ratio"])
+            assert interval(rows["pyg-scatter"]["csr_triton_speedup"]["ci95"])
+        limit = 1e-5 if dtype == "fp32" else 1e-2
+        for errors in out["numerics"][dtype].values():
+            assert errors["forward"] < limit and errors["grad"] < limit
+
+
 @pytest.mark.slow
 def test_overhead_compares_a_bare_loop_with_the_runner(tmp_path):
     out = bench(tmp_path, "overhead")

@@ -22,7 +22,7 @@ Batching = Literal["full", "neighbor"]
 # short ladder of node and edge counts, training/graph_batches.py).
 ShapePolicy = Literal["exact", "mark_dynamic", "buckets"]
 Precision = Literal["fp32", "tf32", "bf16"]
-Layout = Literal["coo", "csr", "edge_index", "csr-op"]
+Layout = Literal["coo", "csr", "edge_index", "csr-op", "csr-triton"]
 Sampler = Literal["auto", "gnnbench", "pyg"]
 Distributed = Literal["none", "ddp"]
 DistBackend = Literal["auto", "nccl", "gloo"]

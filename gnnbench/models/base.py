@@ -78,8 +78,9 @@ class GNN(nn.Module):
 
     @classmethod
     def csr_aggregation(cls, options: Options) -> str | None:
-        """How graph.layout=csr-op aggregates for this model ("sum" over weighted edges,
-        "mean"), or None where the model cannot use it (its layers are not one SpMM)."""
+        """How graph.layout=csr-op and csr-triton aggregate for this model ("sum" over
+        weighted edges, "mean"), or None where the model cannot use them (its layers are not
+        one SpMM)."""
         return None
 
     def aggregate_csr(self, i: int, x: Tensor, adjacency: CSRAdjacency) -> Tensor:

@@ -70,12 +70,22 @@ def _backward(ctx, grad: Tensor) -> tuple:
     grad_values = grad_x = None
     if ctx.needs_input_grad[3]:
         grad_x = csr_mm(t_rowptr, t_col, values.index_select(0, t_perm), grad)
-    if ctx.needs_input_grad[2]:  # d out[r] / d A[r, c] = x[c]: one dot product per entry
-        entries = torch.arange(col.shape[0], device=col.device)
-        row = torch.searchsorted(rowptr, entries, right=True) - 1
-        grad_values = (grad.index_select(0, row) * x.index_select(0, col)).sum(-1)
-        grad_values = grad_values.to(values.dtype)
+    if ctx.needs_input_grad[2]:
+        grad_values = entry_grad(rowptr, col, grad, x).to(values.dtype)
     return None, None, grad_values, grad_x, None, None, None
+
+
+def entry_grad(rowptr: Tensor, col: Tensor, grad: Tensor, x: Tensor) -> Tensor:
+    """The gradient of each entry's value: d out[r] / d A[r, c] = x[c], one dot product of
+    grad[r] and x[c] per entry."""
+    row = entry_rows(rowptr, col.shape[0])
+    return (grad.index_select(0, row) * x.index_select(0, col)).sum(-1)
+
+
+def entry_rows(rowptr: Tensor, num_entries: int) -> Tensor:
+    """The row of each entry, by binary search in the row pointers."""
+    entries = torch.arange(num_entries, device=rowptr.device)
+    return torch.searchsorted(rowptr, entries, right=True) - 1
 
 
 csr_spmm.register_autograd(_backward, setup_context=_setup_context)
@@ -129,6 +139,12 @@ class CSRAdjacency:
                                                      self.perm, self.t_rowptr, self.t_col,
                                                      self.t_perm)))
 
+    def matmul(self, x: Tensor) -> Tensor:
+        """A @ x by this adjacency's op: cuSPARSE / MKL here, a subclass may bring its own
+        kernel (csr_triton.TritonAdjacency) without the layers knowing."""
+        return csr_spmm(self.rowptr, self.col, self.values, x, self.t_rowptr, self.t_col,
+                        self.t_perm)
+
 
 def _lexsort(major: Tensor, minor: Tensor, minor_size: int) -> Tensor:
     """Positions ordering entries by `major`, ties by `minor` (< minor_size), remaining ties
@@ -152,5 +168,5 @@ def _transpose(row: Tensor, col: Tensor, num_targets: int,
 
 def spmm(adj: CSRAdjacency, x: Tensor) -> Tensor:
     """A @ x: out[target] = sum over its incoming edges of value * x[source]."""
-    return csr_spmm(adj.rowptr, adj.col, adj.values, x, adj.t_rowptr, adj.t_col, adj.t_perm)
+    return adj.matmul(x)
 

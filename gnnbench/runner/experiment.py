@@ -35,13 +35,13 @@ def validate(cfg: DictConfig) -> None:
     compilation.validate(cfg.compiler)
     layout = cfg.get("graph", {}).get("layout", "coo")
     if models.foreign_model(cfg.model):
-        config.require(layout not in ("csr", "csr-op"),
+        config.require(layout not in ("csr", "csr-op", "csr-triton"),
                        f"graph.layout={layout} needs gnnbench's own layers (model=gcn, sage, "
                        f"gat, gin); model {cfg.model.name} is not one: choose one of: coo, "
                        "edge_index")
-    elif layout == "csr-op":
+    elif layout in ("csr-op", "csr-triton"):
         config.require(models.csr_aggregation(cfg.model) is not None,
-                       f"graph.layout=csr-op aggregates by one SpMM: it supports gcn "
+                       f"graph.layout={layout} aggregates by one SpMM: it supports gcn "
                        f"(normalize=precompute) and sage (aggr=mean), not "
                        f"model={cfg.model.name}")
     scope = cfg.compiler.scope

@@ -2,8 +2,9 @@
 `edge_index` with scatter (coo), a `torch.sparse_csr` adjacency (csr: cuSPARSE SpMM on GPU,
 which dynamo refuses to compile), PyG's `EdgeIndex` sorted by target (edge_index: PyG's
 segment-reduction paths), or gnnbench's CSR custom op (csr-op: the same SpMM as an op
-torch.compile keeps in its graph; GCN and mean-SAGE). The conversion is done once, before
-training, and timed apart from the steps."""
+torch.compile keeps in its graph; GCN and mean-SAGE), or the same op with gnnbench's own
+Triton kernel and row-balanced schedule (csr-triton; csr-op's SpMM where no CUDA). The
+conversion is done once, before training, and timed apart from the steps."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from torch import Tensor
 def convert(layout: str, edge_index: Tensor, edge_weight: Tensor | None,
             num_nodes: int, csr_aggr: str | None = None) -> tuple[object, Tensor | None]:
     """(what the convolutions take as `edge_index`, the edge weights to pass alongside).
-    `csr_aggr`: the model's aggregation for csr-op (sum with weights, or mean)."""
+    `csr_aggr`: the model's aggregation for csr-op and csr-triton (sum with weights, or mean)."""
     if layout == "coo":
         return edge_index, edge_weight
-    if layout == "csr-op":
+    if layout in ("csr-op", "csr-triton"):
         from gnnbench.models.csr import CSRAdjacency
+        from gnnbench.models.csr_triton import TritonAdjacency
 
-        adjacency = CSRAdjacency.from_edge_index(edge_index, num_nodes, edge_weight,
-                                                 aggr=csr_aggr or "sum")
+        kind = CSRAdjacency if layout == "csr-op" else TritonAdjacency
+        adjacency = kind.from_edge_index(edge_index, num_nodes, edge_weight,
+                                         aggr=csr_aggr or "sum")
         return adjacency, None
     if layout == "csr":
         from torch_geometric.utils import to_torch_csr_tensor
