@@ -112,6 +112,10 @@ def test_limits_measures_each_part_against_eager(tmp_path):
             if variant != "eager":
                 assert number(row["speedup"]["speedup"])
                 assert interval(row["speedup"]["speedup_ci95"])
+                assert row["speedup"]["level"] == "epochs"  # one round: within-process
+        goal = result["goal"]  # the best variant against the part's goal, met or not
+        assert goal["best"] in rows and isinstance(goal["met"], bool)
+        assert goal["met"] or goal["missed_by"] > 0
 
 
 @pytest.mark.slow

@@ -1,20 +1,27 @@
 """How close does the best-engineered step come to the hardware? The performance issue's
 workloads, measured side by side in one process: every variant of a case trained by the
-runner in rounds whose order alternates, medians pooled over the steady epochs with a
-bootstrap 95 % CI, and one ratio per round for a CI over rounds.
+runner in rounds whose order alternates. Each round is a run: speedups carry the suite's
+own two-level interval (rounds resampled, then their steady epochs; Student's t over the
+rounds), times a bootstrap interval of the pooled median; each case's best variant is
+held against its goal, met or missed by how much.
 
-    python -m gnnbench.benchmarks.limits --parts epoch,step,minibatch --out results/limits.json
+    python -m gnnbench.benchmarks.limits --parts epoch,step,minibatch --rounds 3 \
+        --out results/limits.json
 
 epoch:     Cora GCN and SAGE, the whole epoch (`epoch_wall_s`): eager, whole-step,
-           whole-epoch. Goals: GCN >= 15x, SAGE >= 8x the eager epoch.
-step:      the arxiv-size graph, 3x256 + batch norm, the train step: eager COO, compiled COO
-           (whole step), eager cuSPARSE CSR, compiled CSR custom op (whole step), and with
-           TF32. Goals: GCN <= 4 ms, SAGE <= 5 ms.
-minibatch: arxiv-size SAGE with 15/10 neighbour batches, the train epoch: eager, compiled,
-           compiled on padded batches with prefetching. Goal: >= 1.5x, never below 1x.
+           whole-epoch, and whole-epoch with 10 epochs captured as one unit. Goals: GCN
+           >= 20x, SAGE >= 10x the eager epoch.
+step:      the arxiv-size graph, 3x256 + batch norm, the train step: eager COO, compiled
+           CSR custom op (cuSPARSE) with TF32, and gnnbench's Triton CSR kernel
+           (csr-triton) in fp32, TF32 and bf16, each in a compiled whole step. Goals: GCN
+           <= 2.5 ms, SAGE <= 3 ms.
+minibatch: arxiv-size SAGE with 15/10/5 neighbour batches, the train epoch: eager,
+           compiled, compiled on padded batches with prefetching. Goal: >= 2x, never below
+           1x.
 
-`--tiny` (to check that it runs, e.g. on a CPU): each part's first setting, 3 epochs after
-1 warm-up, one round, the synthetic graphs shrunk to 2,000 nodes.
+`--tiny` (to check that it runs, e.g. on a CPU): each part's first setting, 6 epochs after
+1 warm-up (5 steady ones: the fewest an interval is given for), one round, the synthetic
+graphs shrunk to 2,000 nodes, no groups of 10 epochs.
 """
 
 from __future__ import annotations
@@ -31,9 +38,13 @@ import torch
 
 from gnnbench import config
 from gnnbench.measure import stats
+from gnnbench.measure.summary import steady_rows
 from gnnbench.runner import run_experiment
 
 WHOLE_STEP = ["compile=true", "compiler.scope=step", "compiler.mode=reduce-overhead"]
+TRITON_STEP = [*WHOLE_STEP, "graph.layout=csr-triton"]
+
+
 @dataclass(frozen=True)
 class Case:
     """A part of the benchmark: what it times per epoch, for how long, of which settings
@@ -44,6 +55,8 @@ class Case:
     warmup: int
     settings: dict[str, list[str]]
     variants: dict[str, list[str]]
+    # name -> ("speedup", at least) or ("ms", at most), held by the best variant
+    goals: dict[str, tuple[str, float]]
 
 
 CASES = {
@@ -51,15 +64,20 @@ CASES = {
         metric="epoch_wall_s", epochs=60, warmup=10,
         settings={f"{m}/cora": ["dataset=cora", f"model={m}"] for m in ("gcn", "sage")},
         variants={"eager": [], "whole-step": ["variant=whole-step"],
-                  "whole-epoch": ["variant=whole-epoch"]}),
+                  "whole-epoch": ["variant=whole-epoch"],
+                  "whole-epoch x10": ["variant=whole-epoch", "compiler.capture_epochs=10"]},
+        goals={"gcn/cora": ("speedup", 20.0), "sage/cora": ("speedup", 10.0)}),
     "step": Case(
         metric="train_s", epochs=30, warmup=10,
         settings={f"{m}/arxiv-size": ["workload=synthetic-arxiv", f"model={m}"]
                   for m in ("gcn", "sage")},
-        variants={"eager": [], "compiled": WHOLE_STEP, "eager csr": ["graph.layout=csr"],
-                  "compiled csr-op": [*WHOLE_STEP, "graph.layout=csr-op"],
+        variants={"eager": [],
                   "compiled csr-op tf32": [*WHOLE_STEP, "graph.layout=csr-op",
-                                           "train.precision=tf32"]}),
+                                           "train.precision=tf32"],
+                  "compiled csr-triton": TRITON_STEP,
+                  "compiled csr-triton tf32": [*TRITON_STEP, "train.precision=tf32"],
+                  "compiled csr-triton bf16": [*TRITON_STEP, "train.precision=bf16"]},
+        goals={"gcn/arxiv-size": ("ms", 2.5), "sage/arxiv-size": ("ms", 3.0)}),
     "minibatch": Case(
         metric="train_s", epochs=4, warmup=1,
         settings={"sage/arxiv-size": ["workload=synthetic-arxiv", "model=sage",
@@ -67,26 +85,61 @@ CASES = {
                                       "model.batch_norm=false"]},
         variants={"eager": [], "compiled": ["compile=true"],
                   "compiled padded prefetch": ["compile=true", "compiler.mode=reduce-overhead",
-                                               "train.pad_batches=true", "train.prefetch=true"]}),
+                                               "train.pad_batches=true", "train.prefetch=true"]},
+        goals={"sage/arxiv-size": ("speedup", 2.0)}),
 }
 TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
 
 
 def tiny_cases() -> dict[str, Case]:
-    """CASES made small: the first setting of each part, 3 epochs (1 warm-up), small graphs."""
+    """CASES made small: the first setting of each part, 6 epochs (1 warm-up), small graphs."""
     out = {}
     for part, case in CASES.items():
         name, base = next(iter(case.settings.items()))
         small = [*base, *TINY_GRAPH] if any("synthetic" in o for o in base) else base
-        out[part] = replace(case, epochs=3, warmup=1, settings={name: small})
+        variants = {k: v for k, v in case.variants.items()  # 6 epochs: no groups of 10
+                    if not any(o.startswith("compiler.capture_epochs") for o in v)}
+        out[part] = replace(case, epochs=6, warmup=1, settings={name: small},
+                            variants=variants)
     return out
 
 
-def ratio(eager: list[float], mine: list[float]) -> dict:
-    """Speedup of the pooled medians with its bootstrap 95 % CI (epochs resampled)."""
-    low, high = stats.bootstrap_ratio_ci(eager, mine)
-    return {"speedup": statistics.median(eager) / statistics.median(mine),
-            "speedup_ci95": [low, high], "n_eager": len(eager), "n": len(mine)}
+def ratio(eager_rounds: list[list[float]], rounds: list[list[float]]) -> dict:
+    """Speedup of the pooled medians with the suite's 95 % interval: rounds are runs
+    (resampled, then their epochs) from two rounds a side; one round: epochs only, and
+    `level` says so."""
+    out = stats.run_speedup(eager_rounds, rounds, None)
+    return {"speedup": out["speedup"], "speedup_ci95": out["speedup_ci95"],
+            "level": out["interval"]["level"], "n_eager": out["n_eager"], "n": out["n_compiled"]}
+
+
+def _interval(speedup: dict) -> str:
+    low, high = speedup["speedup_ci95"]
+    return "[no CI: too few epochs]" if low is None else \
+        f"[{low:.2f}-{high:.2f}] ({speedup['level']})"
+
+
+def verdict(goal: tuple[str, float], rows: dict[str, dict]) -> dict:
+    """The best variant against the goal: met, or missed by how much (its interval's bound
+    nearer the goal decides "met": a goal met only by a point estimate is not met)."""
+    kind, target = goal
+    if kind == "speedup":
+        found = {v: r["speedup"] for v, r in rows.items() if "speedup" in r}
+        if not found:
+            return {"goal": f">= {target:g}x", "met": None, "best": None}
+        best = max(found, key=lambda v: found[v]["speedup"])
+        value, (low, high) = found[best]["speedup"], found[best]["speedup_ci95"]
+        met = low is not None and low >= target
+        return {"goal": f">= {target:g}x", "best": best, "value": value, "ci95": [low, high],
+                "met": met, "missed_by": None if met else target / value}
+    found = {v: r for v, r in rows.items() if "median_ms" in r}
+    if not found:
+        return {"goal": f"<= {target:g} ms", "met": None, "best": None}
+    best = min(found, key=lambda v: found[v]["median_ms"])
+    value, (low, high) = found[best]["median_ms"], found[best]["ci95_ms"]
+    met = high <= target
+    return {"goal": f"<= {target:g} ms", "best": best, "value": value, "ci95": [low, high],
+            "met": met, "missed_by": None if met else value / target}
 
 
 def run_case(part: str, name: str, base: list[str], rounds: int, common: list[str],
@@ -95,6 +148,7 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
     variants = list(case.variants)
     samples: dict[str, list[float]] = {v: [] for v in variants}
     per_round: dict[str, list[float]] = {v: [] for v in variants}
+    rounds_of: dict[str, list[list[float]]] = {v: [] for v in variants}
     outcomes: dict[str, str] = {}
     for i in range(rounds):
         for variant in variants if i % 2 == 0 else variants[::-1]:
@@ -107,8 +161,10 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
                 f"{result.status}: {result.reason}"
             if result.status != "ok":
                 continue
-            steady = [r.get(case.metric) for r in result.epochs[case.warmup:]]
+            # One sample per unit of epochs timed together (capture_epochs groups).
+            steady = [r.get(case.metric) for r in steady_rows(result.epochs, case.warmup)]
             samples[variant] += steady
+            rounds_of[variant].append(steady)
             per_round[variant].append(statistics.median(steady))
     eager = samples["eager"]
     rows = {}
@@ -119,7 +175,7 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
             low, high = stats.bootstrap_median_ci(mine)
             row.update(median_ms=statistics.median(mine) * 1e3, ci95_ms=[low * 1e3, high * 1e3])
         if mine and eager and variant != "eager":
-            row["speedup"] = ratio(eager, mine)
+            row["speedup"] = ratio(rounds_of["eager"], rounds_of[variant])
             ratios = [e / c for e, c in zip(per_round["eager"], per_round[variant],
                                             strict=False)]
             if len(ratios) >= 2:  # a round's epochs share the machine's state: rounds are
@@ -128,11 +184,19 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
         rows[variant] = row
         shown = (f"{row['median_ms']:9.3f} ms [{row['ci95_ms'][0]:.3f}-{row['ci95_ms'][1]:.3f}]"
                  if mine else f"{'-':>9}")
-        speed = (f"  {row['speedup']['speedup']:6.2f}x "
-                 f"[{row['speedup']['speedup_ci95'][0]:.2f}-{row['speedup']['speedup_ci95'][1]:.2f}]"
+        speed = (f"  {row['speedup']['speedup']:6.2f}x {_interval(row['speedup'])}"
                  if "speedup" in row else "")
-        print(f"{part:9s} {name:16s} {variant:22s} {shown}{speed}  {row['outcome']}", flush=True)
-    return {"metric": case.metric, "rounds": rounds, "variants": rows}
+        print(f"{part:9s} {name:16s} {variant:24s} {shown}{speed}  {row['outcome']}", flush=True)
+    out = {"metric": case.metric, "rounds": rounds, "variants": rows}
+    if name in case.goals:
+        out["goal"] = found = verdict(case.goals[name], rows)
+        unit = "x" if case.goals[name][0] == "speedup" else " ms"
+        said = ("no variant measured" if found["met"] is None else
+                f"best {found['best']} {found['value']:.3g}{unit} "
+                f"[{found['ci95'][0]:.3g}-{found['ci95'][1]:.3g}]: " +
+                ("met" if found["met"] else f"not met (x{found['missed_by']:.2f} off)"))
+        print(f"{part:9s} {name:16s} goal {found['goal']}: {said}", flush=True)
+    return out
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -143,7 +207,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--data-mirror", default=None)
     parser.add_argument("--tiny", action="store_true",
-                        help="each part's first setting, 3 epochs, one round, small graphs")
+                        help="each part's first setting, 6 epochs, one round, small graphs")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.tiny and args.rounds == parser.get_default("rounds"):
