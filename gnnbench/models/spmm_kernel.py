@@ -58,11 +58,18 @@ def _spmm(work_ptr, col_ptr, val_ptr, x_ptr, out_ptr, num_features, stride_x, st
 INTERPRETED = isinstance(_spmm, InterpretedFunction)
 
 
+# Feature-slice widths by element size, from the kernel sweep on an H200 (arxiv-size graph,
+# 256 features; results/h200-floor/spmm-sweep.json): fp32 fastest at 256 wide (0.48 ms,
+# against 1.41 ms at the 128 wide, 32-neighbour tiles first guessed), bf16 at 64 (1.16 ms
+# against 2.10 ms): more slices of a row in flight pay where each load is narrow.
+WIDTH = {8: 128, 4: 256, 2: 64}
+NEIGHBOURS = 8  # neighbour rows gathered per tile: 8 beat 16 and 32 at every width
+
+
 def blocks(num_features: int, dtype: torch.dtype) -> tuple[int, int]:
-    """(BLOCK_E, BLOCK_F): 512 bytes of a neighbour's row per load, 32 neighbours at a time
-    (most rows of a power-law graph have fewer), never wider than the features."""
-    width = 512 // dtype.itemsize
-    return 32, max(16, min(width, triton.next_power_of_2(num_features)))
+    """(BLOCK_E, BLOCK_F): the swept tile for the dtype, never wider than the features."""
+    width = WIDTH.get(dtype.itemsize, 256)
+    return NEIGHBOURS, max(16, min(width, triton.next_power_of_2(num_features)))
 
 
 def launch(work: Tensor, col: Tensor, values: Tensor | None, x: Tensor, out: Tensor,
