@@ -126,6 +126,8 @@ def test_buckets_compile_once_per_bucket(runs):
     # at most one compiled graph per bucket and grad mode (training, no_grad evaluation)
     assert dynamo.graphs <= shapes.distinct_shape_modes <= 2 * shapes.distinct_shapes
     assert shapes.distinct_shapes <= shapes.buckets < 10
+    # the ladder bounds the shapes: the run's limit covers every rung, train and eval
+    assert shapes.recompile_limit == max(8, 2 * (shapes.buckets + 1))
     assert dynamo.recompiles == sum(shapes.recompiles_per_epoch) == dynamo.graphs - 1
     assert 0 < shapes.padding_share < 0.5
     assert all(isinstance(s, list) and len(s) == 2 for s in result.batching.buckets)
@@ -140,3 +142,14 @@ def test_report_shows_the_shape_columns(runs):
     buckets = by_variant[("compile-default dynamic=False", "buckets")]
     assert buckets.padding_share == pytest.approx(runs["buckets"].shapes.padding_share)
     assert "shape_policy" in columns(rows) and "(buckets)" in shapes_markdown(rows)
+
+
+def test_a_ladder_raises_the_recompile_limit_for_its_run_only():
+    from gnnbench.training import compilation
+
+    before = compilation.recompile_limit()
+    with compilation.recompile_limit_at_least(before + 10):
+        assert compilation.recompile_limit() == before + 10
+    assert compilation.recompile_limit() == before
+    with compilation.recompile_limit_at_least(1), compilation.recompile_limit_at_least(None):
+        assert compilation.recompile_limit() == before  # never lowered

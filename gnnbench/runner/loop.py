@@ -3,6 +3,7 @@ single-process runs and by every rank of a DDP run (gnnbench/runner/distributed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import traceback
@@ -94,6 +95,8 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
                         live=live_progress)
     epochs = record.epochs
     machine_before = stability.machine_state(device)
+    limit = contextlib.ExitStack()  # a ladder of static shapes: one compile per rung
+    limit.enter_context(compilation.recompile_limit_at_least(trainer.recompile_bound))
     try:
         # One unit at a time: an epoch, or a group of compiler.capture_epochs epochs that
         # train as one (its epochs share its time; every check below acts between groups).
@@ -165,6 +168,7 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
         steady = [r.train_s for r in steady_rows(epochs, cfg.train.warmup_epochs)]
         if steady:
             record.stability = stability.assess(steady, machine_before, machine_after)
+        limit.close()
     if len(trainer.variants) > 1:
         eager = [Epoch.model_validate({"epoch": r.epoch, **{
             k.removeprefix("eager_"): v for k, v in r.model_dump().items()

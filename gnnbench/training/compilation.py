@@ -3,8 +3,9 @@ With measure/dynamo.py, the only code that touches torch._dynamo."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from omegaconf import DictConfig
@@ -161,6 +162,25 @@ def recompile_limit() -> int | None:
 
     config = torch._dynamo.config
     return getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None))
+
+
+@contextlib.contextmanager
+def recompile_limit_at_least(limit: int | None) -> Iterator[None]:
+    """Dynamo's recompile limit raised to `limit` for a run whose shapes are bounded by
+    construction (a ladder of static bucket shapes: one compile per rung, train and eval);
+    unchanged for None or a limit already as high. The default limit (8) guards against
+    shapes that never stop coming; a ladder cannot do that, and stopping a static run at
+    its ninth rung would measure dynamo's default, not the strategy."""
+    current = recompile_limit()
+    if limit is None or current is None or current >= limit:
+        yield
+        return
+    import torch._dynamo
+
+    name = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") \
+        else "cache_size_limit"
+    with torch._dynamo.config.patch(**{name: limit}):
+        yield
 
 
 def allocate_grads(optimizer: torch.optim.Optimizer) -> None:

@@ -67,6 +67,9 @@ class TrainerBase:
     # last read it (None: kept by the host alone, from the epochs' records).
     group_epochs = 1
     device_best: dict | None = None
+    # Dynamo's recompile limit the run needs at least: shapes bounded by a ladder of static
+    # buckets (graph batches, dynamic=False); None: dynamo's own.
+    recompile_bound: int | None = None
 
     def epoch(self, epoch: int) -> dict:
         """One epoch's record."""

@@ -99,6 +99,10 @@ class GraphBatchTrainer(TrainerBase):
                                [g.edge_index.size(1) for g in train_graphs],
                                self.batch_size, seed=2**31 - 1)
                         if self.policy == "buckets" else None)
+        if self.buckets is not None and cfg.compile and cfg.compiler.dynamic is False:
+            # Each rung, and the last, smaller batch of a split, in training and in
+            # evaluation (another grad mode: other guards).
+            self.recompile_bound = 2 * (len(self.buckets.shapes) + 1)
         generator = torch.Generator().manual_seed(int(train.seed))
         self.loader = DataLoader(train_graphs, batch_size=self.batch_size, shuffle=True,
                                  generator=generator)
