@@ -1,5 +1,3 @@
-import sys
+from gnnbench.report.cli import exit_now, main
 
-from gnnbench.report.cli import main
-
-sys.exit(main())
+exit_now(main())
