@@ -26,9 +26,12 @@ import json
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
+from pydantic import BaseModel, ConfigDict
 from torch_geometric.utils import scatter
 
 from gnnbench.benchmarks import parse_with_tiny
@@ -39,6 +42,50 @@ from gnnbench.models.csr_triton import TritonAdjacency, backend, reference_mm
 
 TINY = {"nodes": 2000, "edges": 12000, "features": 32, "reps": 5, "warmup": 1}
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+OURS = "csr-triton"  # the method the others are held against
+
+
+class Ratio(BaseModel):
+    """csr-triton's speedup over a method: its median / csr-triton's, with a bootstrap CI."""
+
+    model_config = ConfigDict(extra="forbid")
+    ratio: float
+    ci95: list[float | None]
+
+
+class Timing(BaseModel):
+    """One method's outcome: the reason it failed, or its samples (ms) and their summary.
+    Written as set (`exclude_unset`): a failed method has no samples, an ok one no reason."""
+
+    model_config = ConfigDict(extra="forbid")
+    outcome: Literal["ok", "error"]
+    reason: str | None = None
+    samples: list[float] | None = None
+    ms: dict | None = None
+    csr_triton_speedup: Ratio | None = None
+
+
+@dataclass
+class Graph:
+    nodes: int
+    edges: int
+    features: int
+    max_in_degree: int
+    work_items: int
+    split_rows: int
+    schedule_build_s: float
+
+
+@dataclass
+class SweepRow:
+    chunk: int
+    block_e: int
+    block_f: int
+    num_warps: int
+    work_items: int
+    median_ms: float | None
+    iqr_ms: float | None
+    reason: str | None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,8 +127,7 @@ def methods(ours: TritonAdjacency, op: CSRAdjacency, edge_index: torch.Tensor,
         messages = x.index_select(0, src) * weight.to(x.dtype).unsqueeze(-1)
         return scatter(messages, dst, 0, dim_size=nodes, reduce="sum")
 
-    return {"csr-triton": lambda x: spmm(ours, x), "csr-op": lambda x: spmm(op, x),
-            "pyg-scatter": pyg}
+    return {OURS: lambda x: spmm(ours, x), "csr-op": lambda x: spmm(op, x), "pyg-scatter": pyg}
 
 
 def clock(fn: Callable[[], object], device: torch.device) -> Callable[[], float]:
@@ -97,17 +143,17 @@ def clock(fn: Callable[[], object], device: torch.device) -> Callable[[], float]
 
 
 def bench(fns: dict[str, Callable[[], object]], reps: int, warmup: int,
-          device: torch.device) -> dict[str, dict]:
-    """{method: {"outcome", "reason" | "ms", "samples"}}: rounds, the order rotating."""
-    out: dict[str, dict] = {}
+          device: torch.device) -> dict[str, Timing]:
+    """{method: its outcome, and its reason or samples}: rounds, the order rotating."""
+    out: dict[str, Timing] = {}
     for name, fn in fns.items():  # the first call fails or succeeds for all later ones
         try:
             fn()
-            out[name] = {"outcome": "ok", "samples": []}
+            out[name] = Timing(outcome="ok", samples=[])
         except Exception as exc:  # noqa: BLE001 - the outcome is what the report says
-            out[name] = {"outcome": "error",
-                         "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-    names = [n for n in fns if out[n]["outcome"] == "ok"]
+            out[name] = Timing(outcome="error",
+                               reason=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+    names = [n for n in fns if out[n].outcome == "ok"]
     for i in range(warmup + reps):
         order = names[i % len(names):] + names[: i % len(names)] if names else []
         readers = {n: clock(fns[n], device) for n in order}
@@ -115,10 +161,10 @@ def bench(fns: dict[str, Callable[[], object]], reps: int, warmup: int,
             torch.cuda.synchronize(device)
         if i >= warmup:
             for n, read in readers.items():
-                out[n]["samples"].append(read())
+                out[n].samples.append(read())
     for row in out.values():
-        if row["outcome"] == "ok":
-            row["ms"] = summarize(row["samples"])
+        if row.outcome == "ok":
+            row.ms = summarize(row.samples)
     return out
 
 
@@ -138,20 +184,22 @@ def errors(fns: dict, x: torch.Tensor, grad: torch.Tensor, expected: tuple) -> d
     return out
 
 
-def sweep(adj_args: tuple, x: torch.Tensor, reps: int, device: torch.device) -> list[dict]:
+def sweep(adj_args: tuple, x: torch.Tensor, reps: int,
+          device: torch.device) -> list[SweepRow]:
     """Forward time of the kernel per (chunk, BLOCK_E, BLOCK_F, warps), fastest first."""
     edge_index, weight, nodes = adj_args
     rows = []
     for chunk in (32, 128, 512):
         adj = TritonAdjacency.from_edge_index(edge_index, nodes, weight, chunk=chunk)
-        for config in itertools.product((8, 16, 32), (64, 128, 256), (4, 8)):
-            res = bench({"kernel": forward(adj, x, *config)}, reps, 3, device)["kernel"]
-            ms = res.get("ms", {})
-            rows.append({"chunk": chunk, **dict(zip(("block_e", "block_f", "num_warps"), config,
-                                                    strict=True)),
-                         "work_items": adj.work.size(0), "median_ms": ms.get("median"),
-                         "iqr_ms": ms.get("iqr"), "reason": res.get("reason")})
-    return sorted(rows, key=lambda r: r["median_ms"] if r["median_ms"] is not None else 1e9)
+        for block_e, block_f, warps in itertools.product((8, 16, 32), (64, 128, 256), (4, 8)):
+            [res] = bench({"kernel": forward(adj, x, block_e, block_f, warps)}, reps, 3,
+                          device).values()
+            ms = res.ms or {}
+            rows.append(SweepRow(chunk=chunk, block_e=block_e, block_f=block_f,
+                                 num_warps=warps, work_items=adj.work.size(0),
+                                 median_ms=ms.get("median"), iqr_ms=ms.get("iqr"),
+                                 reason=res.reason))
+    return sorted(rows, key=lambda r: r.median_ms if r.median_ms is not None else 1e9)
 
 
 def forward(adj: TritonAdjacency, x: torch.Tensor, block_e: int, block_f: int,
@@ -178,14 +226,12 @@ def main(argv: list[str] | None = None) -> None:
                           device)
     fns = methods(ours, op, edge_index, weight)
     degree = ours.rowptr[1:] - ours.rowptr[:-1]
-    out = {"command": command_line(args), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-           "torch": torch.__version__, "triton": triton_version(),
-           "backend": backend(device), "reps": args.reps, "warmup": args.warmup,
-           "graph": {"nodes": nodes, "edges": args.edges, "features": args.features,
-                     "max_in_degree": int(degree.max()), "work_items": ours.work.size(0),
-                     "split_rows": int((degree > 128).sum()), "schedule_build_s": build_s},
-           "results": {}, "numerics": {}}
+    graph = Graph(nodes=nodes, edges=args.edges, features=args.features,
+                  max_in_degree=int(degree.max()), work_items=ours.work.size(0),
+                  split_rows=int((degree > 128).sum()), schedule_build_s=build_s)
+    runs_on = backend(device)
+    results: dict[str, dict[str, dict[str, Timing]]] = {}
+    numerics: dict[str, dict] = {}
     g = torch.Generator(device=device).manual_seed(1)
     x32 = torch.randn(nodes, args.features, generator=g, device=device)
     grad32 = torch.randn(nodes, args.features, generator=g, device=device)
@@ -194,16 +240,29 @@ def main(argv: list[str] | None = None) -> None:
         t_values = ours.values.index_select(0, ours.t_perm).double()
         expected = (reference_mm(ours.rowptr, ours.col, ours.values.double(), x.double()),
                     reference_mm(ours.t_rowptr, ours.t_col, t_values, grad.double()))
-        out["numerics"][name] = errors(fns, x, grad, expected)
+        numerics[name] = errors(fns, x, grad, expected)
         del expected
-        out["results"][name] = {p: with_speedups(bench(calls, args.reps, args.warmup, device))
-                                for p, calls in passes(fns, x, grad).items()}
+        results[name] = {p: with_speedups(bench(calls, args.reps, args.warmup, device))
+                         for p, calls in passes(fns, x, grad).items()}
+    sweeps: dict[str, list[SweepRow]] | dict[str, str] = {}
     if args.sweep:
-        out["sweep"] = ({n: sweep((edge_index, weight, nodes), x32.to(DTYPES[n]), args.reps,
-                                  device) for n in args.dtypes.split(",")}
-                        if out["backend"] == "triton" else
-                        {"skipped": f"needs the compiled kernel (CUDA); here {out['backend']}"})
-    report(out)
+        sweeps = ({n: sweep((edge_index, weight, nodes), x32.to(DTYPES[n]), args.reps,
+                            device) for n in args.dtypes.split(",")}
+                  if runs_on == "triton" else
+                  {"skipped": f"needs the compiled kernel (CUDA); here {runs_on}"})
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    report(device_name, runs_on, graph, results, numerics, sweeps)
+    out = dict(command=command_line(args), when=time.strftime("%Y-%m-%d %H:%M:%S"),
+               device=device_name, torch=torch.__version__, triton=triton_version(),
+               backend=runs_on, reps=args.reps, warmup=args.warmup, graph=asdict(graph),
+               results={dtype: {p: {m: row.model_dump(exclude_unset=True)
+                                    for m, row in rows.items()}
+                                for p, rows in by_pass.items()}
+                        for dtype, by_pass in results.items()},
+               numerics=numerics)
+    if args.sweep:
+        out.update(sweep={n: [asdict(r) for r in rows] if isinstance(rows, list) else rows
+                          for n, rows in sweeps.items()})
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=2) + "\n")
@@ -217,14 +276,14 @@ def passes(fns: dict, x: torch.Tensor, grad: torch.Tensor) -> dict[str, dict]:
                                  for n, f in fns.items()}}
 
 
-def with_speedups(rows: dict[str, dict]) -> dict[str, dict]:
+def with_speedups(rows: dict[str, Timing]) -> dict[str, Timing]:
     """csr-triton's speedup over each other method: its median / csr-triton's, with a CI."""
-    ours = rows["csr-triton"]
+    ours = rows[OURS]
     for name, row in rows.items():
-        if name != "csr-triton" and row["outcome"] == ours["outcome"] == "ok":
-            ratio = row["ms"]["median"] / ours["ms"]["median"]
-            row["csr_triton_speedup"] = {"ratio": ratio, "ci95": list(bootstrap_ratio_ci(
-                row["samples"], ours["samples"]))}
+        if name != OURS and row.outcome == ours.outcome == "ok":
+            ratio = row.ms["median"] / ours.ms["median"]
+            row.csr_triton_speedup = Ratio(ratio=ratio, ci95=list(bootstrap_ratio_ci(
+                row.samples, ours.samples)))
     return rows
 
 
@@ -244,36 +303,33 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
-def report(out: dict) -> None:
-    g = out["graph"]
-    print(f"{out['device']}: {g['nodes']:,} nodes / {g['edges']:,} edges (max in-degree "
-          f"{g['max_in_degree']:,}), {g['features']} features; csr-triton runs "
-          f"{out['backend']}: {g['work_items']:,} work items, {g['split_rows']} rows split, "
-          f"schedule built in {g['schedule_build_s']:.3f} s")
-    for dtype, passes in out["results"].items():
+def report(device: str, runs_on: str, g: Graph, results: dict[str, dict[str, dict[str, Timing]]],
+           numerics: dict[str, dict], sweeps: dict[str, list[SweepRow]] | dict[str, str]) -> None:
+    print(f"{device}: {g.nodes:,} nodes / {g.edges:,} edges (max in-degree "
+          f"{g.max_in_degree:,}), {g.features} features; csr-triton runs "
+          f"{runs_on}: {g.work_items:,} work items, {g.split_rows} rows split, "
+          f"schedule built in {g.schedule_build_s:.3f} s")
+    for dtype, passes in results.items():
         for name, rows in passes.items():
             print(f"  {dtype} {name}:")
             for method, row in rows.items():
-                if row["outcome"] != "ok":
-                    print(f"    {method:12s} {row['reason']}")
+                if row.outcome != "ok":
+                    print(f"    {method:12s} {row.reason}")
                     continue
-                ms, err = row["ms"], out["numerics"][dtype].get(method, {})
+                ms, err = row.ms, numerics[dtype].get(method, {})
                 line = (f"    {method:12s} median {ms['median']:8.3f} ms  IQR {ms['iqr']:7.3f}"
                         f"  (n={ms['n']}); rel. error fwd {err.get('forward', float('nan')):.1e}"
                         f" grad {err.get('grad', float('nan')):.1e}")
-                if "csr_triton_speedup" in row:
-                    s = row["csr_triton_speedup"]
-                    line += (f"; csr-triton {s['ratio']:.2f}x "
-                             f"[{s['ci95'][0]:.2f}-{s['ci95'][1]:.2f}]")
+                if (s := row.csr_triton_speedup) is not None:
+                    line += f"; csr-triton {s.ratio:.2f}x [{s.ci95[0]:.2f}-{s.ci95[1]:.2f}]"
                 print(line)
-    for dtype, rows in out.get("sweep", {}).items():
+    for dtype, rows in sweeps.items():
         if not isinstance(rows, list):
             print(f"  sweep {dtype}: {rows}")
-        elif rows[0]["median_ms"] is not None:
+        elif rows[0].median_ms is not None:
             best = rows[0]
-            print(f"  sweep {dtype}: best chunk {best['chunk']}, BLOCK_E {best['block_e']}, "
-                  f"BLOCK_F {best['block_f']}, {best['num_warps']} warps: "
-                  f"{best['median_ms']:.3f} ms")
+            print(f"  sweep {dtype}: best chunk {best.chunk}, BLOCK_E {best.block_e}, "
+                  f"BLOCK_F {best.block_f}, {best.num_warps} warps: {best.median_ms:.3f} ms")
 
 
 if __name__ == "__main__":
