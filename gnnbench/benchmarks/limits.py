@@ -31,18 +31,23 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from gnnbench import config
 from gnnbench.measure import stats
 from gnnbench.measure.summary import steady_rows
+from gnnbench.records.model import Speedup
 from gnnbench.runner import run_experiment
 
-WHOLE_STEP = ["compile=true", "compiler.scope=step", "compiler.mode=reduce-overhead"]
-TRITON_STEP = [*WHOLE_STEP, "graph.layout=csr-triton"]
+Overrides = tuple[str, ...]
+EAGER = "eager"  # every case's first variant: the others are held against it
+WHOLE_STEP = ("compile=true", "compiler.scope=step", "compiler.mode=reduce-overhead")
+TRITON_STEP = (*WHOLE_STEP, "graph.layout=csr-triton")
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,8 @@ class Case:
     metric: str
     epochs: int
     warmup: int
-    settings: dict[str, list[str]]
-    variants: dict[str, list[str]]
+    settings: dict[str, Overrides]
+    variants: dict[str, Overrides]
     # name -> ("speedup", at least) or ("ms", at most), held by the best variant
     goals: dict[str, tuple[str, float]]
 
@@ -62,33 +67,33 @@ class Case:
 CASES = {
     "epoch": Case(
         metric="epoch_wall_s", epochs=60, warmup=10,
-        settings={f"{m}/cora": ["dataset=cora", f"model={m}"] for m in ("gcn", "sage")},
-        variants={"eager": [], "whole-step": ["variant=whole-step"],
-                  "whole-epoch": ["variant=whole-epoch"],
-                  "whole-epoch x10": ["variant=whole-epoch", "compiler.capture_epochs=10"]},
+        settings={f"{m}/cora": ("dataset=cora", f"model={m}") for m in ("gcn", "sage")},
+        variants={EAGER: (), "whole-step": ("variant=whole-step",),
+                  "whole-epoch": ("variant=whole-epoch",),
+                  "whole-epoch x10": ("variant=whole-epoch", "compiler.capture_epochs=10")},
         goals={"gcn/cora": ("speedup", 20.0), "sage/cora": ("speedup", 10.0)}),
     "step": Case(
         metric="train_s", epochs=30, warmup=10,
-        settings={f"{m}/arxiv-size": ["workload=synthetic-arxiv", f"model={m}"]
+        settings={f"{m}/arxiv-size": ("workload=synthetic-arxiv", f"model={m}")
                   for m in ("gcn", "sage")},
-        variants={"eager": [],
-                  "compiled csr-op tf32": [*WHOLE_STEP, "graph.layout=csr-op",
-                                           "train.precision=tf32"],
+        variants={EAGER: (),
+                  "compiled csr-op tf32": (*WHOLE_STEP, "graph.layout=csr-op",
+                                           "train.precision=tf32"),
                   "compiled csr-triton": TRITON_STEP,
-                  "compiled csr-triton tf32": [*TRITON_STEP, "train.precision=tf32"],
-                  "compiled csr-triton bf16": [*TRITON_STEP, "train.precision=bf16"]},
+                  "compiled csr-triton tf32": (*TRITON_STEP, "train.precision=tf32"),
+                  "compiled csr-triton bf16": (*TRITON_STEP, "train.precision=bf16")},
         goals={"gcn/arxiv-size": ("ms", 2.5), "sage/arxiv-size": ("ms", 3.0)}),
     "minibatch": Case(
         metric="train_s", epochs=4, warmup=1,
-        settings={"sage/arxiv-size": ["workload=synthetic-arxiv", "model=sage",
+        settings={"sage/arxiv-size": ("workload=synthetic-arxiv", "model=sage",
                                       "train.batching=neighbor", "train.fanouts=[15,10,5]",
-                                      "model.batch_norm=false"]},
-        variants={"eager": [], "compiled": ["compile=true"],
-                  "compiled padded prefetch": ["compile=true", "compiler.mode=reduce-overhead",
-                                               "train.pad_batches=true", "train.prefetch=true"]},
+                                      "model.batch_norm=false")},
+        variants={EAGER: (), "compiled": ("compile=true",),
+                  "compiled padded prefetch": ("compile=true", "compiler.mode=reduce-overhead",
+                                               "train.pad_batches=true", "train.prefetch=true")},
         goals={"sage/arxiv-size": ("speedup", 2.0)}),
 }
-TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
+TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
 
 def tiny_cases() -> dict[str, Case]:
@@ -96,7 +101,7 @@ def tiny_cases() -> dict[str, Case]:
     out = {}
     for part, case in CASES.items():
         name, base = next(iter(case.settings.items()))
-        small = [*base, *TINY_GRAPH] if any("synthetic" in o for o in base) else base
+        small = (*base, *TINY_GRAPH) if any("synthetic" in o for o in base) else base
         variants = {k: v for k, v in case.variants.items()  # 6 epochs: no groups of 10
                     if not any(o.startswith("compiler.capture_epochs") for o in v)}
         out[part] = replace(case, epochs=6, warmup=1, settings={name: small},
@@ -104,45 +109,90 @@ def tiny_cases() -> dict[str, Case]:
     return out
 
 
-def ratio(eager_rounds: list[list[float]], rounds: list[list[float]]) -> dict:
+class RoundsSpeedup(BaseModel):
+    """A variant's speedup over eager: the pooled medians' ratio, its 95 % interval, the
+    interval's level, and the steady epochs behind each side."""
+
+    model_config = ConfigDict(extra="forbid")
+    speedup: float
+    speedup_ci95: list[float | None]
+    level: str | None
+    n_eager: int
+    n: int
+
+
+class Row(BaseModel):
+    """A variant of a setting, as written: its outcome and steady epochs; where it ran, their
+    median and interval (ms); against eager, its speedup (and per round, with 2 or more).
+    Written as set (`exclude_unset`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    outcome: str | None
+    n: int
+    median_ms: float | None = None
+    ci95_ms: list[float] | None = None
+    speedup: RoundsSpeedup | None = None
+    speedup_per_round: list[float] | None = None
+    speedup_per_round_ci95: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The best variant against a goal; `best` None: no variant was measured."""
+
+    goal: str
+    best: str | None = None
+    value: float | None = None
+    ci95: tuple[float | None, float | None] | None = None
+    met: bool | None = None
+    missed_by: float | None = None
+
+    def as_json(self) -> dict:
+        if self.best is None:
+            return dict(goal=self.goal, met=self.met, best=self.best)
+        return dict(goal=self.goal, best=self.best, value=self.value, ci95=list(self.ci95),
+                    met=self.met, missed_by=self.missed_by)
+
+
+def ratio(eager_rounds: list[list[float]], rounds: list[list[float]]) -> RoundsSpeedup:
     """Speedup of the pooled medians with the suite's 95 % interval: rounds are runs
     (resampled, then their epochs) from two rounds a side; one round: epochs only, and
     `level` says so."""
-    out = stats.run_speedup(eager_rounds, rounds, None)
-    return {"speedup": out["speedup"], "speedup_ci95": out["speedup_ci95"],
-            "level": out["interval"]["level"], "n_eager": out["n_eager"], "n": out["n_compiled"]}
+    out = Speedup(**stats.run_speedup(eager_rounds, rounds, None))
+    return RoundsSpeedup(speedup=out.speedup, speedup_ci95=out.speedup_ci95,
+                         level=out.interval.level, n_eager=out.n_eager, n=out.n_compiled)
 
 
-def _interval(speedup: dict) -> str:
-    low, high = speedup["speedup_ci95"]
+def _interval(speedup: RoundsSpeedup) -> str:
+    low, high = speedup.speedup_ci95
     return "[no CI: too few epochs]" if low is None else \
-        f"[{low:.2f}-{high:.2f}] ({speedup['level']})"
+        f"[{low:.2f}-{high:.2f}] ({speedup.level})"
 
 
-def verdict(goal: tuple[str, float], rows: dict[str, dict]) -> dict:
+def verdict(goal: tuple[str, float], rows: dict[str, Row]) -> Verdict:
     """The best variant against the goal: met, or missed by how much (its interval's bound
     nearer the goal decides "met": a goal met only by a point estimate is not met)."""
     kind, target = goal
     if kind == "speedup":
-        found = {v: r["speedup"] for v, r in rows.items() if "speedup" in r}
+        found = {v: r.speedup for v, r in rows.items() if r.speedup is not None}
         if not found:
-            return {"goal": f">= {target:g}x", "met": None, "best": None}
-        best = max(found, key=lambda v: found[v]["speedup"])
-        value, (low, high) = found[best]["speedup"], found[best]["speedup_ci95"]
+            return Verdict(goal=f">= {target:g}x")
+        best = max(found, key=lambda v: found[v].speedup)
+        value, (low, high) = found[best].speedup, found[best].speedup_ci95
         met = low is not None and low >= target
-        return {"goal": f">= {target:g}x", "best": best, "value": value, "ci95": [low, high],
-                "met": met, "missed_by": None if met else target / value}
-    found = {v: r for v, r in rows.items() if "median_ms" in r}
+        return Verdict(goal=f">= {target:g}x", best=best, value=value, ci95=(low, high),
+                       met=met, missed_by=None if met else target / value)
+    found = {v: r for v, r in rows.items() if r.median_ms is not None}
     if not found:
-        return {"goal": f"<= {target:g} ms", "met": None, "best": None}
-    best = min(found, key=lambda v: found[v]["median_ms"])
-    value, (low, high) = found[best]["median_ms"], found[best]["ci95_ms"]
+        return Verdict(goal=f"<= {target:g} ms")
+    best = min(found, key=lambda v: found[v].median_ms)
+    value, (low, high) = found[best].median_ms, found[best].ci95_ms
     met = high <= target
-    return {"goal": f"<= {target:g} ms", "best": best, "value": value, "ci95": [low, high],
-            "met": met, "missed_by": None if met else value / target}
+    return Verdict(goal=f"<= {target:g} ms", best=best, value=value, ci95=(low, high),
+                   met=met, missed_by=None if met else value / target)
 
 
-def run_case(part: str, name: str, base: list[str], rounds: int, common: list[str],
+def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: list[str],
              cases: dict[str, Case] = CASES) -> dict:
     case = cases[part]
     variants = list(case.variants)
@@ -166,36 +216,38 @@ def run_case(part: str, name: str, base: list[str], rounds: int, common: list[st
             samples[variant] += steady
             rounds_of[variant].append(steady)
             per_round[variant].append(statistics.median(steady))
-    eager = samples["eager"]
-    rows = {}
+    rows: dict[str, Row] = {}
     for variant in variants:
         mine = samples[variant]
-        row = {"outcome": outcomes.get(variant), "n": len(mine)}
+        row = Row(outcome=outcomes.get(variant), n=len(mine))
         if mine:
             low, high = stats.bootstrap_median_ci(mine)
-            row.update(median_ms=statistics.median(mine) * 1e3, ci95_ms=[low * 1e3, high * 1e3])
-        if mine and eager and variant != "eager":
-            row["speedup"] = ratio(rounds_of["eager"], rounds_of[variant])
-            ratios = [e / c for e, c in zip(per_round["eager"], per_round[variant],
+            row.median_ms = statistics.median(mine) * 1e3
+            row.ci95_ms = [low * 1e3, high * 1e3]
+        if mine and samples[EAGER] and variant != EAGER:
+            row.speedup = ratio(rounds_of[EAGER], rounds_of[variant])
+            ratios = [e / c for e, c in zip(per_round[EAGER], per_round[variant],
                                             strict=False)]
             if len(ratios) >= 2:  # a round's epochs share the machine's state: rounds are
-                row["speedup_per_round"] = ratios  # the independent samples
-                row["speedup_per_round_ci95"] = list(stats.bootstrap_median_ci(ratios))
+                row.speedup_per_round = ratios  # the independent samples
+                row.speedup_per_round_ci95 = list(stats.bootstrap_median_ci(ratios))
         rows[variant] = row
-        shown = (f"{row['median_ms']:9.3f} ms [{row['ci95_ms'][0]:.3f}-{row['ci95_ms'][1]:.3f}]"
+        shown = (f"{row.median_ms:9.3f} ms [{row.ci95_ms[0]:.3f}-{row.ci95_ms[1]:.3f}]"
                  if mine else f"{'-':>9}")
-        speed = (f"  {row['speedup']['speedup']:6.2f}x {_interval(row['speedup'])}"
-                 if "speedup" in row else "")
-        print(f"{part:9s} {name:16s} {variant:24s} {shown}{speed}  {row['outcome']}", flush=True)
-    out = {"metric": case.metric, "rounds": rounds, "variants": rows}
+        speed = (f"  {row.speedup.speedup:6.2f}x {_interval(row.speedup)}"
+                 if row.speedup is not None else "")
+        print(f"{part:9s} {name:16s} {variant:24s} {shown}{speed}  {row.outcome}", flush=True)
+    out = dict(metric=case.metric, rounds=rounds,
+               variants={v: row.model_dump(exclude_unset=True) for v, row in rows.items()})
     if name in case.goals:
-        out["goal"] = found = verdict(case.goals[name], rows)
+        found = verdict(case.goals[name], rows)
+        out.update(goal=found.as_json())
         unit = "x" if case.goals[name][0] == "speedup" else " ms"
-        said = ("no variant measured" if found["met"] is None else
-                f"best {found['best']} {found['value']:.3g}{unit} "
-                f"[{found['ci95'][0]:.3g}-{found['ci95'][1]:.3g}]: " +
-                ("met" if found["met"] else f"not met (x{found['missed_by']:.2f} off)"))
-        print(f"{part:9s} {name:16s} goal {found['goal']}: {said}", flush=True)
+        said = ("no variant measured" if found.met is None else
+                f"best {found.best} {found.value:.3g}{unit} "
+                f"[{found.ci95[0]:.3g}-{found.ci95[1]:.3g}]: " +
+                ("met" if found.met else f"not met (x{found.missed_by:.2f} off)"))
+        print(f"{part:9s} {name:16s} goal {found.goal}: {said}", flush=True)
     return out
 
 
