@@ -25,7 +25,15 @@ from gnnbench.measure.environment import environment
 from gnnbench.measure.latency import latency_summary, poisson_arrivals
 from gnnbench.measure.timer import synchronize
 from gnnbench.records import store
-from gnnbench.records.model import Record, Timing, new_record
+from gnnbench.records.model import (
+    Compile,
+    OpenLoop,
+    Record,
+    Serving,
+    ServingCase,
+    Timing,
+    new_record,
+)
 from gnnbench.runner import loop, validate
 from gnnbench.training import compilation
 from gnnbench.training.precision import forward_in
@@ -56,10 +64,10 @@ def _variant_forward(name: str, model: torch.nn.Module, cfg: DictConfig,
     compiler group's dynamic, fullgraph and backend; its mode per variant)."""
     if name == "eager":
         return model
-    compiler = OmegaConf.to_container(cfg.compiler)
     cuda = device.type == "cuda"
-    compiler["mode"] = ("reduce-overhead" if name == "reduce-overhead"
-                        or (name == "padded" and cuda) else "default")
+    mode = ("reduce-overhead" if name == "reduce-overhead" or (name == "padded" and cuda)
+            else "default")
+    compiler = {**OmegaConf.to_container(cfg.compiler), "mode": mode}
     return compilation.compile_model(model, OmegaConf.create(compiler))
 
 
@@ -75,7 +83,7 @@ def _closed_loop(forward, requests: Requests, count: int) -> tuple[list[float], 
 
 
 def _open_loop(forward, requests: Requests, rate: float, count: int,
-               seed: int) -> tuple[dict, set]:
+               seed: int) -> tuple[OpenLoop, set]:
     """Requests arrive at `rate` per second (Poisson); one server answers them in order, so a
     request waits while earlier ones are served: its latency is from arrival to answer."""
     arrivals = poisson_arrivals(rate, count, seed)
@@ -90,22 +98,22 @@ def _open_loop(forward, requests: Requests, rate: float, count: int,
         shapes.add(request.shape)
     elapsed = time.perf_counter() - start
     achieved = count / elapsed if elapsed > 0 else None
-    return {"rate_rps": rate, "achieved_rps": achieved,
-            "kept_up": achieved is not None and achieved >= 0.95 * count / arrivals[-1],
-            "latency": latency_summary(latencies)}, shapes
+    return OpenLoop(rate_rps=rate, achieved_rps=achieved,
+                    kept_up=achieved is not None and achieved >= 0.95 * count / arrivals[-1],
+                    latency=latency_summary(latencies)), shapes
 
 
 def _serve_variant(name: str, model, cfg: DictConfig, device: torch.device, graph: CSRGraph,
                    task: data.Task, edge_weight, fanouts: list[int],
-                   eager_rates: dict[int, float]) -> list[dict]:
+                   eager_rates: dict[int, float]) -> list[ServingCase]:
     s = cfg.serve
     cases = []
     with dynamo.DynamoRecorder() as recorder:
         forward = forward_in(cfg.train.get("precision", "fp32"), device,
                              _variant_forward(name, model, cfg, device))
         for batch_size in s.batch_sizes:
-            case: dict = {"variant": name, "batch_size": batch_size, "status": "ok"}
-            before = recorder.snapshot()
+            case = ServingCase(variant=name, batch_size=batch_size, status="ok")
+            before = Compile.model_validate(recorder.snapshot())
             trees_before = dynamo.recorded_cudagraph_trees(device)
             try:
                 requests = Requests(graph, task.x, edge_weight, fanouts, batch_size,
@@ -113,33 +121,33 @@ def _serve_variant(name: str, model, cfg: DictConfig, device: torch.device, grap
                 synchronize(device)
                 started = time.perf_counter()
                 answer(forward, requests.next())  # the first request: compiles if compiled
-                case["first_request_ms"] = (time.perf_counter() - started) * 1e3
+                case.first_request_ms = (time.perf_counter() - started) * 1e3
                 _closed_loop(forward, requests, s.warmup_requests - 1)
                 latencies, shapes = _closed_loop(forward, requests, s.requests)
-                case["seeds"] = requests.seeds
-                case["closed"] = latency_summary(latencies)
-                case["throughput_rps"] = len(latencies) / sum(latencies)
+                case.seeds = requests.seeds
+                case.closed = latency_summary(latencies)
+                case.throughput_rps = len(latencies) / sum(latencies)
                 if name == "eager":
-                    eager_rates[batch_size] = case["throughput_rps"]
-                rate = s.rate or s.load * eager_rates.get(batch_size, case["throughput_rps"])
+                    eager_rates[batch_size] = case.throughput_rps
+                rate = s.rate or s.load * eager_rates.get(batch_size, case.throughput_rps)
                 if s.open_loop_requests:
-                    case["open"], more = _open_loop(forward, requests, rate,
-                                                    s.open_loop_requests, s.seed)
+                    case.open, more = _open_loop(forward, requests, rate,
+                                                 s.open_loop_requests, s.seed)
                     shapes |= more
-                case["distinct_shapes"] = len(shapes)
-                case["padding"] = requests.padding()
+                case.distinct_shapes = len(shapes)
+                case.padding = requests.padding()
             except Exception as exc:  # a variant that fails is a case with its reason
-                case["status"], case["reason"] = (dynamo.classify_failure(exc)
-                                                  or ("error", loop.one_line(exc)))
-            after = recorder.snapshot()
+                case.status, case.reason = (dynamo.classify_failure(exc)
+                                            or ("error", loop.one_line(exc)))
+            after = Compile.model_validate(recorder.snapshot())
             trees = dynamo.recorded_cudagraph_trees(device)
-            case.update(graphs=after["graphs"] - before["graphs"],
-                        recompiles=after["recompiles"] - before["recompiles"],
-                        compile_s=after["times"]["total_s"] - before["times"]["total_s"],
-                        cudagraph_recordings=(trees - trees_before
-                                              if None not in (trees, trees_before) else None))
+            case.graphs = after.graphs - before.graphs
+            case.recompiles = after.recompiles - before.recompiles
+            case.compile_s = after.times.total_s - before.times.total_s
+            case.cudagraph_recordings = (trees - trees_before
+                                         if None not in (trees, trees_before) else None)
             cases.append(case)
-            if case["status"] != "ok":
+            if case.status != "ok":
                 break  # a failed compile fails every later batch size alike
     return cases
 
@@ -175,12 +183,12 @@ def serve(cfg: DictConfig, out_dir: Path) -> Record:
         for name in order:
             cases += _serve_variant(name, model, cfg, device, graph, task, edge_weight,
                                     fanouts, eager_rates)
-        record.serving = {"weights": cfg.serve.weights, "fanouts": fanouts,
-                          "precision": cfg.train.get("precision", "fp32"), "cases": cases}
-        failed = [c for c in cases if c["status"] != "ok"]
+        record.serving = Serving(weights=cfg.serve.weights, fanouts=fanouts,
+                                 precision=cfg.train.get("precision", "fp32"), cases=cases)
+        failed = [c for c in cases if c.status != "ok"]
         if failed:
-            record.status = failed[0]["status"]
-            record.reason = f"{failed[0]['variant']}: {failed[0]['reason']}"
+            record.status = failed[0].status
+            record.reason = f"{failed[0].variant}: {failed[0].reason}"
     except config.ConfigError as exc:
         record.status, record.reason, record.input_error = "error", str(exc), True
     except Exception as exc:
