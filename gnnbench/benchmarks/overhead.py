@@ -44,7 +44,7 @@ def bare_loop(cfg, device: torch.device) -> list[float]:
     if cfg.compile:  # a clean dynamo cache, as the runner starts every run with
         dynamo.reset()
     forward = compilation.compile_model(model, cfg.compiler) if cfg.compile else model
-    train_idx, y = task.splits["train"], task.y
+    train_idx, y = task.splits.train, task.y
     epochs = []
     for _ in range(cfg.train.epochs):
         synchronize(device)

@@ -33,6 +33,7 @@ from omegaconf import OmegaConf
 
 from gnnbench import config, models
 from gnnbench.benchmarks import parse_with_tiny
+from gnnbench.data.parts import NodeGraph
 from gnnbench.data.synthetic import load_synthetic
 from gnnbench.measure.stats import bootstrap_ratio_ci, summarize
 from gnnbench.measure.timer import timed
@@ -42,6 +43,7 @@ from gnnbench.training.prefetch import Prefetcher
 from gnnbench.training.sampler import DEDUP, CSRGraph, NeighborSampler
 
 TINY = {"dataset": "synthetic", "batches": 3, "warmup": 1, "batch_size": 64}
+STEP_REGIONS = ("gather", "step")  # timed after sampling, per batch, unless --no-step
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -93,11 +95,11 @@ def main(argv: list[str] | None = None) -> None:
     fanouts = [int(f) for f in args.fanouts.split(",")]
 
     cfg = OmegaConf.load(config.CONF_DIR / "dataset" / f"{args.dataset}.yaml")
-    parts = load_synthetic(cfg, Path(args.data_dir), device)
-    x, y = parts["x"].to(device), parts["y"].to(device)
-    edge_index = parts["edge_index"].to(device)
+    parts = NodeGraph.model_validate(load_synthetic(cfg, Path(args.data_dir), device))
+    x, y = parts.x.to(device), parts.y.to(device)
+    edge_index = parts.edge_index.to(device)
     graph, csr_s = timed(lambda: CSRGraph.from_edge_index(edge_index, x.size(0)), device)
-    train = parts["splits"]["train"].to(device)
+    train = parts.splits["train"].to(device)
     samplers = {d: NeighborSampler(graph, train, fanouts, args.batch_size, shuffle=True, seed=0,
                                    dedup=d) for d in args.dedup}
 
@@ -117,36 +119,42 @@ def main(argv: list[str] | None = None) -> None:
 
     samples, sizes = time_batches(args, samplers, gather, step, device)
     stats = {k: summarize(v) for k, v in samples.items()}
-    out = {
-        "command": command_line(args),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda"
-        else platform.processor() or platform.machine(),
-        "torch": torch.__version__,
-        "cpu_threads": torch.get_num_threads() if device.type == "cpu" else None,
-        "graph": {"nodes": x.size(0), "directed_edges": edge_index.size(1),
-                  **{k: v for k, v in parts["info"].items() if k != "cache_file"}},
-        "csr_build_s": csr_s,
-        "batch": {"seeds": args.batch_size, "fanouts": fanouts,
-                  "median_nodes": statistics.median_low(s[0] for s in sizes),
-                  "median_edges": statistics.median_low(s[1] for s in sizes)},
-        "seconds": stats,
-    }
+    median = {k: summary["median"] for k, summary in stats.items()}
+    device_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                   else platform.processor() or platform.machine())
+    out = dict(
+        command=command_line(args),
+        when=time.strftime("%Y-%m-%d %H:%M:%S"),
+        device=device_name,
+        torch=torch.__version__,
+        cpu_threads=torch.get_num_threads() if device.type == "cpu" else None,
+        graph={"nodes": x.size(0), "directed_edges": edge_index.size(1),
+               **{k: v for k, v in parts.info.items() if k != "cache_file"}},
+        csr_build_s=csr_s,
+        batch=dict(seeds=args.batch_size, fanouts=fanouts,
+                   median_nodes=statistics.median_low(s[0] for s in sizes),
+                   median_edges=statistics.median_low(s[1] for s in sizes)),
+        seconds=stats,
+    )
+    speedups = {}
     if len(args.dedup) > 1:
         base, *others = args.dedup
-        out["sampling_speedup"] = {
-            f"{base}_vs_{o}": {"ratio": stats[f"sample_{o}"]["median"]
-                               / stats[f"sample_{base}"]["median"],
-                               "ci95": bootstrap_ratio_ci(samples[f"sample_{o}"],
-                                                          samples[f"sample_{base}"])}
-            for o in others}
+        speedups = {f"{base}_vs_{o}": dict(ratio=median[f"sample_{o}"]
+                                           / median[f"sample_{base}"],
+                                           ci95=bootstrap_ratio_ci(samples[f"sample_{o}"],
+                                                                   samples[f"sample_{base}"]))
+                    for o in others}
+        out.update(sampling_speedup=speedups)
+    share = None
     if not args.no_step and not args.prefetch:
-        main_parts = [f"sample_{args.dedup[0]}", "gather", "step"]
-        total = [sum(p) for p in zip(*(samples[k] for k in main_parts), strict=True)]
-        out["whole_batch_s"] = summarize(total)
-        out["sampling_share_of_batch"] = (stats[main_parts[0]]["median"]
-                                          / out["whole_batch_s"]["median"])
-    report(out, x.size(0), edge_index.size(1), parts["info"])
+        sampling = f"sample_{args.dedup[0]}"
+        total = [sum(p) for p in zip(*(samples[k] for k in (sampling, *STEP_REGIONS)),
+                                     strict=True)]
+        whole = summarize(total)
+        share = median[sampling] / whole["median"]
+        out.update(whole_batch_s=whole, sampling_share_of_batch=share)
+    report(device_name, csr_s, stats, speedups, share, x.size(0), edge_index.size(1),
+           parts.info)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=2) + "\n")
@@ -170,7 +178,7 @@ def time_batches(args: argparse.Namespace, samplers: dict[str, NeighborSampler],
                  device: torch.device) -> tuple[dict[str, list[float]], list[tuple[int, int]]]:
     """Seconds of each timed region per steady batch, and each batch's (nodes, edges)."""
     samples: dict[str, list[float]] = {f"sample_{d}": [] for d in args.dedup}
-    samples.update({"gather": [], "step": []} if not args.no_step else {})
+    samples.update({k: [] for k in STEP_REGIONS} if not args.no_step else {})
     sizes = []
     if args.prefetch:
         samples = {"batch": []}
@@ -190,8 +198,9 @@ def time_batches(args: argparse.Namespace, samplers: dict[str, NeighborSampler],
             if not all(same_batch(batch, b) for b in got.values()):
                 raise AssertionError(f"batch {i}: the dedup choices sampled different batches")
             if not args.no_step:
-                inputs, seconds["gather"] = timed(lambda b=batch: gather(b), device)
-                _, seconds["step"] = timed(lambda b=batch, xy=inputs: step(b, *xy), device)
+                inputs, gather_s = timed(lambda b=batch: gather(b), device)
+                _, step_s = timed(lambda b=batch, xy=inputs: step(b, *xy), device)
+                seconds.update(gather=gather_s, step=step_s)
         if i >= args.warmup:
             for k, v in seconds.items():
                 samples[k].append(v)
@@ -199,18 +208,19 @@ def time_batches(args: argparse.Namespace, samplers: dict[str, NeighborSampler],
     return samples, sizes
 
 
-def report(out: dict, nodes: int, edges: int, info: dict) -> None:
-    print(f"{out['device']}: graph {nodes:,} nodes / {edges:,} edges "
+def report(device: str, csr_s: float, stats: dict[str, dict], speedups: dict[str, dict],
+           share: float | None, nodes: int, edges: int, info: dict) -> None:
+    print(f"{device}: graph {nodes:,} nodes / {edges:,} edges "
           f"(generated in {info.get('generate_s', float('nan')):.1f} s, "
-          f"from cache: {info['from_cache']}); CSR build {out['csr_build_s']:.2f} s")
-    for k, s in out["seconds"].items():
+          f"from cache: {info['from_cache']}); CSR build {csr_s:.2f} s")
+    for k, s in stats.items():
         print(f"  {k:13s} median {s['median'] * 1e3:8.2f} ms  IQR {s['iqr'] * 1e3:6.2f} ms  "
               f"(n={s['n']})")
-    for name, s in out.get("sampling_speedup", {}).items():
+    for name, s in speedups.items():
         print(f"  sampling {name.replace('_vs_', ' vs ')}: {s['ratio']:.2f}x "
               f"[95% CI {s['ci95'][0]:.2f}-{s['ci95'][1]:.2f}]")
-    if "sampling_share_of_batch" in out:
-        print(f"  sampling is {out['sampling_share_of_batch']:.0%} of sample+gather+step")
+    if share is not None:
+        print(f"  sampling is {share:.0%} of sample+gather+step")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 
 from gnnbench.config import ConfigError, check, group_choices
-from gnnbench.data.task import GraphTask, HeteroTask, Task, simple_accuracy
+from gnnbench.data.parts import GraphParts, HeteroParts, NodeParts
+from gnnbench.data.task import GraphTask, HeteroTask, Splits, Task, simple_accuracy
 
 __all__ = ["GraphTask", "HeteroTask", "Task", "level", "load_task", "loader", "settings",
            "simple_accuracy", "spec", "validate"]
@@ -87,35 +88,37 @@ def load_task(cfg: DictConfig, data_dir: str, mirror: str | None,
         return _graph_task(cfg, parts, started)
     if "hetero" in parts:
         return _hetero_task(cfg, parts, device, started)
+    node = NodeParts.model_validate(parts)
     task = Task(
         name=cfg.name,
-        x=parts["x"].to(device),
-        y=parts["y"].to(device),
-        edge_index=parts["edge_index"].to(device),
-        splits={k: v.to(device) for k, v in parts["splits"].items()},
-        num_classes=parts["num_classes"],
-        accuracy=parts["accuracy"],
+        x=node.x.to(device),
+        y=node.y.to(device),
+        edge_index=node.edge_index.to(device),
+        splits=Splits({k: v.to(device) for k, v in node.splits.items()}),
+        num_classes=node.num_classes,
+        accuracy=node.accuracy,
     )
     task.info = {
-        **parts.get("info", {}),
+        **node.info,
         "num_nodes": task.num_nodes,
         "num_edges": task.edge_index.size(1),
         "num_features": task.num_features,
         "num_classes": task.num_classes,
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
-        "test_majority_share": majority_share(task.y[task.splits["test"]]),
+        "test_majority_share": majority_share(task.y[task.splits.test]),
         "load_s": time.perf_counter() - started,
     }
     return task
 
 
 def _graph_task(cfg: DictConfig, parts: dict, started: float) -> GraphTask:
-    task = GraphTask(name=cfg.name, graphs=parts["graphs"], splits=parts["splits"],
-                     num_features=parts["num_features"], num_classes=parts["num_classes"],
-                     accuracy=parts["accuracy"], metric=parts.get("metric", "accuracy"))
+    found = GraphParts.model_validate(parts)
+    task = GraphTask(name=cfg.name, graphs=found.graphs, splits=Splits(found.splits),
+                     num_features=found.num_features, num_classes=found.num_classes,
+                     accuracy=found.accuracy, metric=found.metric)
     labels = torch.cat([g.y.reshape(-1) for g in task.graphs])
     task.info = {
-        **parts.get("info", {}),
+        **found.info,
         "level": "graph",
         "metric": task.metric,
         "num_graphs": len(task.graphs),
@@ -124,7 +127,7 @@ def _graph_task(cfg: DictConfig, parts: dict, started: float) -> GraphTask:
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
         # The metric's chance level: the commonest class's share, or for ROC-AUC 0.5.
         "test_majority_share": (0.5 if task.metric == "rocauc"
-                                else majority_share(labels[task.splits["test"]])),
+                                else majority_share(labels[task.splits.test])),
         "load_s": time.perf_counter() - started,
     }
     return task
@@ -132,13 +135,13 @@ def _graph_task(cfg: DictConfig, parts: dict, started: float) -> GraphTask:
 
 def _hetero_task(cfg: DictConfig, parts: dict, device: torch.device,
                  started: float) -> HeteroTask:
-    data = parts["hetero"].to(device)
-    target = parts["target"]
+    found = HeteroParts.model_validate(parts)
+    data, target = found.hetero.to(device), found.target
     task = HeteroTask(name=cfg.name, data=data, target=target, y=data[target].y,
-                      splits={k: v.to(device) for k, v in parts["splits"].items()},
-                      num_classes=parts["num_classes"], accuracy=parts["accuracy"])
+                      splits=Splits({k: v.to(device) for k, v in found.splits.items()}),
+                      num_classes=found.num_classes, accuracy=found.accuracy)
     task.info = {
-        **parts.get("info", {}),
+        **found.info,
         "level": "hetero",
         "target": target,
         "num_nodes": {t: int(data[t].num_nodes) for t in data.node_types},
@@ -146,7 +149,7 @@ def _hetero_task(cfg: DictConfig, parts: dict, device: torch.device,
         "num_features": int(data[target].x.size(1)),
         "num_classes": task.num_classes,
         "split_sizes": {k: v.numel() for k, v in task.splits.items()},
-        "test_majority_share": majority_share(task.y[task.splits["test"]]),
+        "test_majority_share": majority_share(task.y[task.splits.test]),
         "load_s": time.perf_counter() - started,
     }
     return task

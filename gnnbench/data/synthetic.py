@@ -164,13 +164,11 @@ def _generate(cfg: Options, device: torch.device) -> tuple[dict, float]:
         torch.cuda.synchronize(device)
     generate_s = time.perf_counter() - started
     if cfg.split == "planetoid":
-        parts["splits"] = planetoid_style_split(parts["y"], cfg.num_classes,
-                                                cfg.train_per_class, cfg.num_val,
-                                                cfg.num_test, cfg.seed)
+        splits = planetoid_style_split(parts["y"], cfg.num_classes, cfg.train_per_class,
+                                       cfg.num_val, cfg.num_test, cfg.seed)
     else:
-        parts["splits"] = random_split(cfg.num_nodes, cfg.train_fraction, cfg.val_fraction,
-                                       cfg.seed)
-    return parts, generate_s
+        splits = random_split(cfg.num_nodes, cfg.train_fraction, cfg.val_fraction, cfg.seed)
+    return {**parts, "splits": splits}, generate_s
 
 
 def _write_cache(path: Path, parts: dict, fingerprint: str) -> None:
@@ -207,7 +205,7 @@ def load_synthetic(group: Mapping, data_dir: Path, device: torch.device) -> dict
             except OSError as exc:  # read-only, or full
                 raise cache.not_writable(data_dir, exc) from exc
             info.update(from_cache=False, generate_s=generate_s)
-    info["bytes"] = path.stat().st_size
+    info.update(bytes=path.stat().st_size)
     return {**parts, "num_classes": cfg.num_classes, "info": info}
 
 def load(data_dir: Path, mirror: str | None, device: torch.device, **options: Any) -> dict:

@@ -10,6 +10,23 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 
+class Splits(dict[str, Tensor]):
+    """A task's splits by name, in the loader's order (train, val, test): a dict, so every
+    loop over the splits stays one; the three every task has are attributes too."""
+
+    @property
+    def train(self) -> Tensor:
+        return self["train"]
+
+    @property
+    def val(self) -> Tensor:
+        return self["val"]
+
+    @property
+    def test(self) -> Tensor:
+        return self["test"]
+
+
 @dataclass
 class Task:
     """Splits are index tensors, not boolean masks: indexing with a mask forces a host sync
@@ -19,7 +36,7 @@ class Task:
     x: Tensor
     y: Tensor
     edge_index: Tensor
-    splits: dict[str, Tensor]
+    splits: Splits
     num_classes: int
     accuracy: Callable[[Tensor, Tensor], float]
     info: dict = field(default_factory=dict)
@@ -40,7 +57,7 @@ class GraphTask:
 
     name: str
     graphs: list
-    splits: dict[str, Tensor]
+    splits: Splits
     num_features: int
     num_classes: int
     # "accuracy": `accuracy(predicted class, label)`; "rocauc" (ogbg-molhiv's metric):
@@ -60,7 +77,7 @@ class HeteroTask:
     data: object  # torch_geometric.data.HeteroData
     target: str
     y: Tensor
-    splits: dict[str, Tensor]
+    splits: Splits
     num_classes: int
     accuracy: Callable[[Tensor, Tensor], float]
     info: dict = field(default_factory=dict)

@@ -91,7 +91,7 @@ class DistributedTrainer(Trainer):
 
     def train_seeds(self) -> tuple[Tensor, int]:
         train = self.cfg.train
-        return (shard(self.task.splits["train"], self.rank, self.world_size, train.seed),
+        return (shard(self.task.splits.train, self.rank, self.world_size, train.seed),
                 train.seed + 7919 * self.rank)  # rank 0 samples as a one-process run does
 
     def agree(self, value: int) -> int:

@@ -252,7 +252,7 @@ class Trainer(TrainerBase):
     def _with_full_batch(self, step: Callable) -> Callable:
         task = self.task
         return functools.partial(step, task.x, self.edge_index, self.edge_weight,
-                                 task.splits["train"], task.y)
+                                 task.splits.train, task.y)
 
     def epoch(self, epoch: int) -> dict:
         """One epoch of every variant, who goes first alternating; the epoch's record."""
@@ -325,7 +325,7 @@ class Trainer(TrainerBase):
 
     def train_seeds(self) -> tuple[Tensor, int]:
         """The training nodes this process samples batches of, and the seed of its sampler."""
-        return self.task.splits["train"], self.cfg.train.seed
+        return self.task.splits.train, self.cfg.train.seed
 
     def _set_up_neighbor_batches(self) -> None:
         train, task = self.cfg.train, self.task

@@ -94,7 +94,7 @@ class GraphBatchTrainer(TrainerBase):
             cfg.compiler, device, "graphs") if cfg.compile else "none")
         self.timers = {"": EpochTimer(device)}
         self.shapes = ShapeLog(self.policy)
-        train_graphs = [graphs[i] for i in task.splits["train"].tolist()]
+        train_graphs = [graphs[i] for i in task.splits.train.tolist()]
         self.buckets = (ladder([g.num_nodes for g in train_graphs],
                                [g.edge_index.size(1) for g in train_graphs],
                                self.batch_size, seed=2**31 - 1)

@@ -59,7 +59,7 @@ class HeteroTrainer(TrainerBase):
 
     def epoch(self, epoch: int) -> dict:
         v, timer, task = self.variants[0], self.timers[""], self.task
-        train = task.splits["train"]
+        train = task.splits.train
 
         def step() -> Tensor:
             v.model.train()

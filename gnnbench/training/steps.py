@@ -20,7 +20,7 @@ def train_step(forward: Callable[..., Tensor], model: torch.nn.Module,
     model.train()
     optimizer.zero_grad(set_to_none=True)
     out = forward(task.x, edge_index, edge_weight)
-    train_idx = task.splits["train"]
+    train_idx = task.splits.train
     loss = F.cross_entropy(out[train_idx], task.y[train_idx])
     loss.backward()
     optimizer.step()
