@@ -31,6 +31,17 @@ from gnnbench.training.precision import autocast, forward_in
 
 # How an eager twin's figures are keyed in an epoch's record (eager_loss, eager_train_s...).
 TWIN_PREFIX = "eager_"
+TIMED_STAGES = ("train_s", "eval_s")
+ROW_SPLITS = ("train", "val", "test")
+
+
+def epoch_row(loss: float, seconds: dict[str, float], acc: dict[str, float],
+              prefix: str = "") -> dict:
+    """An epoch's figures as its record holds them: the loss, the train and eval seconds
+    and each split's accuracy, every key under `prefix` (`eager_`: a paired run's twin)."""
+    row = {"loss": loss, **{stage: seconds[stage] for stage in TIMED_STAGES},
+           **{f"{split}_acc": acc[split] for split in ROW_SPLITS}}
+    return {f"{prefix}{k}": v for k, v in row.items()}
 
 
 @dataclass
@@ -302,10 +313,7 @@ class Trainer(TrainerBase):
         # events complete and costs no extra wait.
         acc, loss_value = steps.split_accuracy(pred, task), loss.item()
         seconds = timer.read()
-        p = v.prefix
-        return {f"{p}loss": loss_value, f"{p}train_s": seconds["train_s"],
-                f"{p}eval_s": seconds["eval_s"], f"{p}train_acc": acc["train"],
-                f"{p}val_acc": acc["val"], f"{p}test_acc": acc["test"]}
+        return epoch_row(loss_value, seconds, acc, v.prefix)
 
     def _whole_epoch(self, v: Variant) -> dict:
         """Two launches (the step, the eval with its metrics), one copy of four numbers to the
@@ -320,8 +328,7 @@ class Trainer(TrainerBase):
         loss, *correct = self._host.tolist()
         acc = dict(zip(self.task.splits, (c / n for c, n in zip(correct, self._sizes,
                                                                  strict=True)), strict=True))
-        return {"loss": loss, "train_s": seconds["train_s"], "eval_s": seconds["eval_s"],
-                "train_acc": acc["train"], "val_acc": acc["val"], "test_acc": acc["test"]}
+        return epoch_row(loss, seconds, acc)
 
     def train_seeds(self) -> tuple[Tensor, int]:
         """The training nodes this process samples batches of, and the seed of its sampler."""

@@ -166,7 +166,8 @@ class GraphBatchTrainer(TrainerBase):
         return v.forward(*inputs.model_inputs())
 
     def epoch(self, epoch: int) -> dict:
-        v, timer = self.variants[0], self.timers[""]
+        v = self.variants[0]
+        timer = self.timers[v.prefix]
         total, count = torch.zeros((), device=self.device), 0
 
         def step(inputs: Inputs) -> Tensor:
@@ -188,7 +189,8 @@ class GraphBatchTrainer(TrainerBase):
         stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
         return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
                 "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
-                "batches": count, "train_acc": None, "val_acc": acc["val"], "test_acc": acc["test"],
+                "batches": count, "train_acc": None,
+                **{f"{split}_acc": acc[split] for split in EVAL_SPLITS},
                 "distinct_shapes": len(self.shapes.shapes)}
 
     @torch.no_grad()

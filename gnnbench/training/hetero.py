@@ -18,7 +18,7 @@ from gnnbench import models
 from gnnbench.data import HeteroTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
-from gnnbench.training.epochs import TrainerBase, Variant
+from gnnbench.training.epochs import TrainerBase, Variant, epoch_row
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
@@ -58,7 +58,8 @@ class HeteroTrainer(TrainerBase):
         return v.forward(self.x_dict, self.edge_index_dict)
 
     def epoch(self, epoch: int) -> dict:
-        v, timer, task = self.variants[0], self.timers[""], self.task
+        v, task = self.variants[0], self.task
+        timer = self.timers[v.prefix]
         train = task.splits.train
 
         def step() -> Tensor:
@@ -78,9 +79,7 @@ class HeteroTrainer(TrainerBase):
         pred = timer.measure("eval_s", predict)
         acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
         seconds = timer.read()
-        return {"epoch": epoch, "loss": loss.item(), "train_s": seconds["train_s"],
-                "eval_s": seconds["eval_s"], "train_acc": acc["train"], "val_acc": acc["val"],
-                "test_acc": acc["test"]}
+        return {"epoch": epoch, **epoch_row(loss.item(), seconds, acc)}
 
     def padding(self) -> dict | None:
         return None
