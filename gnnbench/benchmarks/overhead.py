@@ -29,9 +29,9 @@ from gnnbench.runner import run_experiment
 from gnnbench.training import compilation
 from gnnbench.training.optim import make_optimizer
 
-CASES = {"cora": ["dataset=cora"], "arxiv-size": ["experiment=synthetic-arxiv-gcn"]}
+CASES = {"cora": ("dataset=cora",), "arxiv-size": ("experiment=synthetic-arxiv-gcn",)}
 TINY = {"cases": "cora", "rounds": 2, "epochs": 3, "warmup": 1}
-TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
+TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
 
 def bare_loop(cfg, device: torch.device) -> list[float]:

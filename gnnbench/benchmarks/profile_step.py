@@ -30,9 +30,9 @@ from gnnbench.training import steps
 from gnnbench.training.epochs import Trainer
 from gnnbench.training.precision import matmul_precision
 
-REDUCE_OVERHEAD = ["compile=true", "compiler.mode=reduce-overhead"]
-VARIANTS = {"eager": [], "model reduce-overhead": REDUCE_OVERHEAD,
-            "step reduce-overhead": [*REDUCE_OVERHEAD, "compiler.scope=step"]}
+REDUCE_OVERHEAD = ("compile=true", "compiler.mode=reduce-overhead")
+VARIANTS = {"eager": (), "model reduce-overhead": REDUCE_OVERHEAD,
+            "step reduce-overhead": (*REDUCE_OVERHEAD, "compiler.scope=step")}
 # Only CUDA replays a whole step as one graph: on the CPU this variant would profile a
 # compiled step that no run of the suite measures.
 CUDA_ONLY = {"step reduce-overhead": "the whole step is captured as one CUDA graph, which "
@@ -41,7 +41,7 @@ CPU_NOTE = ("CPU: ATen ops' self time against the wall time of the profiled step
             "Inductor's fused C++ kernels are no ATen ops, so a compiled step's share leaves "
             "them out")
 # --tiny: the synthetic graphs shrunk to a few thousand nodes (Cora is small already).
-TINY_GRAPH = ["dataset.num_nodes=2000", "dataset.num_edges=8000"]
+TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
 
 def train_step(cfg, device: torch.device):
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
                 cfg = config.compose_config([*overrides_of(case, model, args), *extra])
                 row = {"case": f"{cfg.model.name}/{cfg.dataset.name}", "variant": variant}
                 if variant in CUDA_ONLY and device.type != "cuda":
-                    row["skipped"] = CUDA_ONLY[variant]
+                    row.update(skipped=CUDA_ONLY[variant])
                 else:
                     row.update(measure(cfg, device, args.steps, args.warmup))
                 rows.append(row)

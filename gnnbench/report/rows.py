@@ -103,8 +103,8 @@ class Row(BaseModel):
 
 
 COLUMNS = list(Row.model_fields)
-SHAPE_COLUMNS = ["shape_policy", "distinct_shapes", "recompiles_per_epoch", "padding_share",
-                 "recompile_limit_hits"]
+SHAPE_COLUMNS = ("shape_policy", "distinct_shapes", "recompiles_per_epoch", "padding_share",
+                 "recompile_limit_hits")
 
 
 def columns(rows: list[Row]) -> list[str]:
