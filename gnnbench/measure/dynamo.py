@@ -215,12 +215,13 @@ class DynamoRecorder:
         """Lookups in the compile caches (Inductor's FX-graph cache and AOTAutograd's): all
         misses is a cold start, all hits a warm one; what a compile cost depends on it."""
         inductor, aot = self._group("inductor"), self._group("aot_autograd")
-        out = {"fxgraph_hits": inductor.get("fxgraph_cache_hit", 0),
-               "fxgraph_misses": inductor.get("fxgraph_cache_miss", 0),
-               "aot_autograd_hits": aot.get("autograd_cache_hit", 0),
-               "aot_autograd_misses": aot.get("autograd_cache_miss", 0)}
-        out["hits"] = out["fxgraph_hits"] + out["aot_autograd_hits"]
-        out["misses"] = out["fxgraph_misses"] + out["aot_autograd_misses"]
+        fx_hits = inductor.get("fxgraph_cache_hit", 0)
+        fx_misses = inductor.get("fxgraph_cache_miss", 0)
+        aot_hits = aot.get("autograd_cache_hit", 0)
+        aot_misses = aot.get("autograd_cache_miss", 0)
+        out = dict(fxgraph_hits=fx_hits, fxgraph_misses=fx_misses, aot_autograd_hits=aot_hits,
+                   aot_autograd_misses=aot_misses, hits=fx_hits + aot_hits,
+                   misses=fx_misses + aot_misses)
         return {k: int(v) for k, v in out.items()}
 
     def cudagraph_skips(self) -> tuple[int, list[str]]:

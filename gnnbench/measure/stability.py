@@ -100,7 +100,7 @@ def machine_state(device: object = None) -> dict:
     state = {"load_1min": load, "cpu_count": os.cpu_count()}
     gpu = _gpu_state(device)
     if gpu is not None:
-        state["gpu"] = gpu
+        state.update(gpu=gpu)
     return state
 
 
@@ -140,24 +140,29 @@ def _timing_checks(steady_s: Sequence[float]) -> tuple[dict, list[str]]:
             "slow_share": slow_share}, warnings
 
 
+def _load_per_cpu(state: Mapping) -> float:
+    return state["load_1min"] / state["cpu_count"]
+
+
 def _machine_checks(start: Mapping | None, end: Mapping | None) -> tuple[dict, list[str]]:
-    checks: dict = {"load_per_cpu": None}
     warnings = []
     loads = [(when, s) for when, s in (("start", start), ("end", end))
              if s and s.get("load_1min") is not None and s.get("cpu_count")]
+    load_per_cpu = None
     if loads:
-        when, worst = max(loads, key=lambda item: item[1]["load_1min"] / item[1]["cpu_count"])
-        checks["load_per_cpu"] = worst["load_1min"] / worst["cpu_count"]
-        if checks["load_per_cpu"] > LOAD_PER_CPU_MAX:
+        when, worst = max(loads, key=lambda item: _load_per_cpu(item[1]))
+        load_per_cpu = _load_per_cpu(worst)
+        if load_per_cpu > LOAD_PER_CPU_MAX:
             warnings.append(
                 f"machine load: 1-min load average {worst['load_1min']:.1f} on "
                 f"{worst['cpu_count']} CPUs at the {when} of training (threshold "
                 f"{LOAD_PER_CPU_MAX:g} per CPU; this run's own threads count too): other "
                 f"processes competed for the CPU")
+    checks: dict = {"load_per_cpu": load_per_cpu}
     gpu = (end or {}).get("gpu")
     if gpu:
         slowed = [r for r in gpu["throttle_reasons"] if r in SLOWDOWNS]
-        checks["gpu_slowdowns"] = slowed
+        checks.update(gpu_slowdowns=slowed)
         if slowed:
             warnings.append(
                 f"gpu: clocks slowed at the end of training ({', '.join(slowed)}; SM "

@@ -613,8 +613,7 @@ SCHEMA_FILE = "record.schema.json"
 def json_schema() -> dict:
     """The record's JSON Schema, for tools other than gnnbench."""
     schema = Record.model_json_schema(mode="serialization")
-    schema["title"] = f"gnnbench run record (schema_version {SCHEMA_VERSION})"
-    return schema
+    return {**schema, "title": f"gnnbench run record (schema_version {SCHEMA_VERSION})"}
 
 
 if __name__ == "__main__":

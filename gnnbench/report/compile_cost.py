@@ -93,31 +93,33 @@ def cumulative_plot(rows: list[Row], runs: list[Record], path: Path) -> dict | N
     settings = sorted({(f"{r.model}/{r.dataset}{setting_note(r)}", id(e[0])): e[0]
                        for r, _, e in found}.items())
     fig, axes = plt.subplots(len(settings), 1, figsize=(8, 3.2 * len(settings)), squeeze=False)
-    drawn: dict = {"title": [], "lines": [], "crossings": []}
+    titles: list[str] = []
+    lines: list[str] = []
+    crossings: list[tuple[str, int]] = []
     for ax, ((label, _), eager) in zip(axes[:, 0], settings, strict=True):
         reference = _times(eager)
         ax.plot(range(1, len(reference) + 1), cumulative(reference), color="black", label="eager")
-        drawn["lines"].append(f"{label} eager")
+        lines.append(f"{label} eager")
         for row, ok, eager_runs in found:
             if eager_runs[0] is not eager:
                 continue
             mine = _times(ok[0])
             line, = ax.plot(range(1, len(mine) + 1), cumulative(mine), label=row.variant)
-            drawn["lines"].append(f"{label} {row.variant}")
+            lines.append(f"{label} {row.variant}")
             at = paid_back_at(reference, mine)
             if at is not None:
                 ax.plot(at, cumulative(mine)[at - 1], "o", color=line.get_color())
                 ax.annotate(f"epoch {at}", (at, cumulative(mine)[at - 1]), xytext=(4, -10),
                             textcoords="offset points", fontsize=7, color=line.get_color())
-                drawn["crossings"].append((f"{label} {row.variant}", at))
+                crossings.append((f"{label} {row.variant}", at))
         ax.set_title(f"{label}: cumulative time, compile included", fontsize=10)
         ax.set_xlabel("epochs")
         ax.set_ylabel("seconds since the first epoch")
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-        drawn["title"].append(ax.get_title())
+        titles.append(ax.get_title())
     fig.tight_layout()
     files.atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
-    return drawn
+    return dict(title=titles, lines=lines, crossings=crossings)
 

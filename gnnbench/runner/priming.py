@@ -42,6 +42,8 @@ INFO_FILE = "prime.json"
 # Epochs a priming run trains: the first compiles the train step and the eval forward, the
 # second any recompilation a changed input causes (a later batch's shape).
 PRIME_EPOCHS = 2
+# What a priming ignores: runs that differ only here compile the same graphs.
+SAME_GRAPHS = {"compiler": {"cache": "as-is"}, "train": {"paired": False}}
 
 
 def requested(cfg: DictConfig) -> str:
@@ -52,9 +54,8 @@ def requested(cfg: DictConfig) -> str:
 def prime_key(cfg: DictConfig, device: torch.device) -> str:
     """Runs whose compiled graphs are the same share a priming: the setting, how it is
     compiled (the variant without the cache state) and the torch that compiles it."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    plain["compiler"] = {**plain["compiler"], "cache": "as-is"}
-    plain["train"] = {**plain["train"], "paired": False}
+    plain = OmegaConf.to_container(OmegaConf.merge(OmegaConf.to_container(cfg, resolve=True),
+                                                   SAME_GRAPHS))
     digest = hashlib.sha256(f"{identity.setting_key(plain, device.type)} {torch.__version__}"
                             .encode()).hexdigest()[:12]
     return f"{variant_slug(plain)}-{digest}"
@@ -110,7 +111,7 @@ def compile_cache(cfg: DictConfig, device: torch.device, root: Path) -> Iterator
                          artifacts_bytes=info["artifacts"]["bytes"])
             if state == "warm":
                 caches.copy_tree(folder / "inductor", fresh)
-        setup["setup_s"] = time.perf_counter() - started
+        setup.update(setup_s=time.perf_counter() - started)
         with caches.cache_dir(fresh):
             if state == "portable":
                 loaded_at = time.perf_counter()
