@@ -152,3 +152,20 @@ def test_every_documented_benchmark_command_parses_today(command):
     only flags it still takes."""
     _, _, module, *args = shlex.split(command)
     importlib.import_module(module).parse_args(args)
+
+
+def test_a_goal_is_met_only_by_its_whole_interval_and_none_without_one():
+    from gnnbench.benchmarks import limits
+
+    def row(ms, low, high, ci=(None, None)):
+        speedup = limits.RoundsSpeedup(speedup=ms, speedup_ci95=list(ci), level="runs",
+                                       n_eager=3, n=3)
+        return limits.Row(outcome="ok", n=3, median_ms=ms, ci95_ms=[low, high],
+                          speedup=speedup)
+
+    rows = {"a": row(2.4, 2.3, 2.6, ci=(1.9, 2.2)), "b": row(2.45, 2.4, 2.5)}
+    fast = limits.verdict(("ms", 2.5), rows)  # best point estimate, interval crosses 2.5
+    assert fast.best == "a" and fast.met is False and fast.missed_by < 1
+    assert limits.verdict(("speedup", 2.0), rows).met is False  # 2.45x, but no interval
+    assert limits.verdict(("speedup", 1.8), {"a": rows["a"]}).met is True
+    assert limits._bounds((None, None)) == "[no CI]"

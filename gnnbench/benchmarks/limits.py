@@ -169,6 +169,12 @@ def _interval(speedup: RoundsSpeedup) -> str:
         f"[{low:.2f}-{high:.2f}] ({speedup.level})"
 
 
+def _bounds(ci: Sequence[float | None]) -> str:
+    """An interval as printed, or why there is none (too few steady epochs: one round of a
+    few epochs)."""
+    return "[no CI]" if ci[0] is None else f"[{ci[0]:.3g}-{ci[1]:.3g}]"
+
+
 def verdict(goal: tuple[str, float], rows: dict[str, Row]) -> Verdict:
     """The best variant against the goal: met, or missed by how much (its interval's bound
     nearer the goal decides "met": a goal met only by a point estimate is not met)."""
@@ -187,7 +193,7 @@ def verdict(goal: tuple[str, float], rows: dict[str, Row]) -> Verdict:
         return Verdict(goal=f"<= {target:g} ms")
     best = min(found, key=lambda v: found[v].median_ms)
     value, (low, high) = found[best].median_ms, found[best].ci95_ms
-    met = high <= target
+    met = high is not None and high <= target
     return Verdict(goal=f"<= {target:g} ms", best=best, value=value, ci95=(low, high),
                    met=met, missed_by=None if met else value / target)
 
@@ -244,8 +250,7 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
         out.update(goal=found.as_json())
         unit = "x" if case.goals[name][0] == "speedup" else " ms"
         said = ("no variant measured" if found.met is None else
-                f"best {found.best} {found.value:.3g}{unit} "
-                f"[{found.ci95[0]:.3g}-{found.ci95[1]:.3g}]: " +
+                f"best {found.best} {found.value:.3g}{unit} {_bounds(found.ci95)}: " +
                 ("met" if found.met else f"not met (x{found.missed_by:.2f} off)"))
         print(f"{part:9s} {name:16s} goal {found.goal}: {said}", flush=True)
     return out
