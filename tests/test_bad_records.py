@@ -143,6 +143,7 @@ def test_the_report_survives_odd_shaped_records(tmp_path, good):
     assert "| gcn | synthetic | eager | 1/1 ok |" in text and "**Records**: 1:" in text
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_a_sweep_resumes_past_an_invalid_record_and_reports_without_it(tmp_path, good):
     """A stray invalid record in a sweep's folder costs neither its end-of-run report nor its
     exit status; a job whose own record became invalid is run again on resume, not kept."""

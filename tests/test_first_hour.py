@@ -146,6 +146,7 @@ def test_a_read_only_data_dir_says_so(tmp_path):
     assert f"data_dir='{data}' is not writable (Permission denied)" in error
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_runs_and_sweeps_leave_no_noise_and_no_stray_files(tmp_path):
     """Issue point 7: no "Processing... Done!" on the console (it is in the run's log), no
     empty files, W&B's own logs under the sweep (none in $HOME), one sync command for every

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.processes import run
 
 SHORT = ["train.epochs=3", "train.warmup_epochs=1", "wandb.mode=disabled"]
@@ -16,6 +17,7 @@ def epochs_of(folder) -> tuple[str, int]:
     return record["status"], len(record["epochs"])
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_the_same_run_is_kept_and_another_one_runs(tmp_path):
     first = run([*SHORT, "hydra.run.dir=R/a"], tmp_path)
     assert first.returncode == 0, first.stderr

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 HOLD = textwrap.dedent("""
@@ -60,6 +61,7 @@ def test_a_job_killed_by_sigkill_frees_its_device(tmp_path):
     assert (tmp_path / "leases" / f"{slot}.lock").is_file()  # in the folder the user named
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_leases_are_per_device(tmp_path):
     """Two slots: a second job gets the free one beside the first; a third waits."""
     from gnnbench.runner import devices

@@ -57,6 +57,7 @@ def test_a_mistyped_command_into_an_existing_run_folder_writes_beside_it(tmp_pat
     assert record["status"] == "error" and key in record["reason"]
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_a_sweep_resumed_through_its_real_path_runs_its_unfinished_eager_job(tmp_path):
     """Started through a symlink, a job killed before it wrote its record (here: its record
     removed, as SIGKILL would leave it), resumed through the resolved path as the resume
@@ -78,6 +79,7 @@ def test_a_sweep_resumed_through_its_real_path_runs_its_unfinished_eager_job(tmp
     assert "same eager run as" not in proc.stdout
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_a_second_sweep_into_a_running_sweeps_folder_says_so_and_exits(tmp_path):
     """Two real processes: the first sweep is held inside its first job's forward (a file
     gate, not a timing guess) while the second starts into the same folder."""
@@ -109,6 +111,7 @@ def test_a_second_sweep_into_a_running_sweeps_folder_says_so_and_exits(tmp_path)
     assert gnnbench(args, tmp_path, **importable).returncode == 0
 
 
+@pytest.mark.slow  # several gnnbench processes or a sweep of jobs: the tier rule
 def test_a_resumed_sweep_with_a_bad_value_keeps_one_record_per_job(tmp_path):
     """The bad value's error record is replaced by the same error on resume, never set
     beside it (which would count the job twice in the sweep's report)."""
