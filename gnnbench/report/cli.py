@@ -14,7 +14,7 @@ from pathlib import Path
 from gnnbench.config import files
 from gnnbench.records import publish, store, sweep
 from gnnbench.records.model import Record
-from gnnbench.report import compile_cost, header, headline, plots
+from gnnbench.report import compile_cost, header, headline, parallel, plots
 from gnnbench.report.markdown import report_markdown
 from gnnbench.report.rows import Row, build_rows, columns
 
@@ -26,9 +26,9 @@ def render(folders: list[Path], title: str) -> tuple[list[Record], list[Row], st
     # with a warning each, by the store.
     found = store.find(folders)
     runs = [r for r in found if r.serving is None]  # training runs: the table's
-    rows = build_rows(runs)
+    rows, incomplete = parallel.both(lambda: build_rows(runs),
+                                     lambda: completeness(folders, runs))
     markdown = report_markdown(title, runs, rows, serving=[r for r in found if r.serving])
-    incomplete = completeness(folders, runs)
     if incomplete:  # first thing under the title: the figures below miss these jobs
         head, rest = markdown.split("\n\n", 1)
         markdown = f"{head}\n{incomplete}\n\n{rest}"
@@ -51,9 +51,14 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
     files.atomic_write(out / "report.md", markdown)
     files.atomic_write(out / "report.csv", table)
     device = ", ".join(header.devices(runs))
-    plots.speedup_bars(rows, out / "speedup.png", device)
-    plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device)
-    cumulative = compile_cost.cumulative_plot(rows, runs, out / "cumulative_time.png")
+
+    def some_plots() -> bool:  # the plots in two halves, each on a core where there are two
+        plots.speedup_bars(rows, out / "speedup.png", device)
+        return bool(compile_cost.cumulative_plot(rows, runs, out / "cumulative_time.png"))
+
+    _, cumulative = parallel.both(
+        lambda: plots.epoch_time_distributions(rows, runs, out / "epoch_times.png", device),
+        some_plots)
     print(markdown)
     print(f"report: {out / 'report.md'} (also report.csv, speedup.png, epoch_times.png"
           f"{', cumulative_time.png' if cumulative else ''})")

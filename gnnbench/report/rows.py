@@ -19,6 +19,7 @@ from gnnbench.records.compare import (
     steady_steps,
 )
 from gnnbench.records.model import Comparison, PayBack, Record
+from gnnbench.report import parallel
 
 
 class Row(BaseModel):
@@ -290,7 +291,7 @@ def build_rows(runs: list[Record]) -> list[Row]:
     """One row per (setting, variant); skipped jobs (repeats of an eager run) are left out."""
     grouped = groups(runs)
     by_key = dict(grouped)
-    rows = []
+    rows, compiled = [], []
     for (setting, variant), members in grouped:
         cfg = members[0].config
         ok = [r for r in members if r.status == "ok"]
@@ -312,7 +313,24 @@ def build_rows(runs: list[Record]) -> list[Row]:
             _scaling(row, single_rank_runs(grouped, members) if row.world_size > 1 else [], ok)
         if variant == "eager":
             continue
-        cmp = (compare_paired(ok) if cfg.train.paired
-               else compare(by_key.get((setting, "eager"), []), ok))
+        compiled.append((row, ok, bool(cfg.train.paired), by_key.get((setting, "eager"), [])))
+    for (row, ok, _, _), cmp in zip(compiled, _comparisons(compiled), strict=True):
         _compiled(row, ok, cmp)
     return rows
+
+
+def _comparisons(jobs: list[tuple[Row, list[Record], bool, list[Record]]]) \
+        -> list[Comparison | None]:
+    """Each compiled row's comparison with its eager runs. Their bootstraps are most of a
+    big report's time, so every other one is computed in a forked child where the machine
+    has a core to spare (report/parallel.py); the numbers are the same either way."""
+    def compute(part: list) -> list[Comparison | None]:
+        return [compare_paired(ok) if paired else compare(eager, ok)
+                for _, ok, paired, eager in part]
+
+    if len(jobs) < 2:
+        return compute(jobs)
+    mine, theirs = parallel.both(lambda: compute(jobs[::2]), lambda: compute(jobs[1::2]))
+    out: list[Comparison | None] = [None] * len(jobs)
+    out[::2], out[1::2] = mine, theirs
+    return out
