@@ -24,8 +24,9 @@ BANDS = {"pyg-gcn": (0.805, 0.825), "pyg-gat": (0.815, 0.845)}
 LOSS_ONLY = {"pyg-edgecnn"}
 FLOOR = 0.70
 # A band is checked on the mean of three seeds (the published figures are means over runs;
-# one run of GAT lands anywhere in 81.6-84.4 %, two standard deviations), eager and
-# compiled where the compiled run has the full schedule.
+# one run of GAT lands anywhere in 81.6-84.4 %, two standard deviations): seed 0 eager and
+# compiled where the compiled run has the full schedule, the other seeds eager (the
+# compiled twin of seed 0 is held to its eager twin within 0.05 above).
 SEEDS = {"pyg-gcn": (0, 1, 2), "pyg-gat": (0, 1, 2)}
 # Compiled beside its eager twin (paired: same initial weights), seed 0, over these epochs:
 # the full schedule where it is cheap on 2 CPU cores, fewer for the models whose CPU epochs
@@ -84,11 +85,14 @@ def test_trains_eager_and_compiled_on_cora(paired, tmp_path_factory, data_dir, m
             run = _run(tmp_path_factory, data_dir, mirror, model, f"train.seed={seed}")
             assert run.status == "ok", run.reason
             accuracies.append(run.accuracy.test_at_best_val)
-        else:  # eager and compiled, each seed paired (its compile hits the FX-graph cache)
+        elif seed == 0:  # the compiled run and its eager twin, checked alike above
             run = paired(model, seed)
-            assert run.status == "ok", run.reason
             accuracies += [run.paired.accuracy.test_at_best_val,
                            run.accuracy.test_at_best_val]
+        else:  # the other seeds eager: a band is a property of the model, compiled or not
+            run = _run(tmp_path_factory, data_dir, mirror, model, f"train.seed={seed}")
+            assert run.status == "ok", run.reason
+            accuracies.append(run.accuracy.test_at_best_val)
     assert low <= statistics.fmean(accuracies) <= high, accuracies
 
 
