@@ -158,26 +158,37 @@ def loss_and_grads(model, x, adj):
     return loss.detach(), [p.grad.clone() for p in model.parameters()]
 
 
+def assert_same_step(model: torch.nn.Module, compiled, x: torch.Tensor, adj) -> None:
+    """One step of `compiled` gives `model`'s eager loss and gradients."""
+    loss, grads = loss_and_grads(compiled, x, adj)
+    eager_loss, eager_grads = loss_and_grads(model, x, adj)
+    torch.testing.assert_close(loss, eager_loss)
+    for a, b in zip(grads, eager_grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def compiled_matches_eager_on_three_sizes(model: torch.nn.Module, adjacency) -> dict:
+    """`model` compiled (fullgraph, dynamic) against itself eager on three graphs of other
+    sizes (`adjacency(edge_index, n, e)` builds each), two steps each: the same loss and
+    gradients. Returns dynamo's snapshot of the compiled calls."""
+    compiled = torch.compile(model, fullgraph=True, dynamic=True)
+    with DynamoRecorder() as recorder:
+        for n, e in ((50, 300), (80, 500), (120, 700)):  # three graphs, three sizes
+            adj = adjacency(power_law_graph(n, e, seed=n), n, e)
+            x = torch.randn(n, 6)
+            for _ in range(2):  # the adjacency's transpose serves every step
+                assert_same_step(model, compiled, x, adj)
+        return recorder.snapshot()
+
+
 @pytest.mark.slow
 def test_compiles_in_one_graph_with_dynamic_shapes_and_matches_eager(monkeypatch):
     builds = []
     real_transpose = csr._transpose
     monkeypatch.setattr(csr, "_transpose", lambda *a: builds.append(1) or real_transpose(*a))
     torch.manual_seed(0)
-    model = TwoLayers()
-    compiled = torch.compile(model, fullgraph=True, dynamic=True)
-    with DynamoRecorder() as recorder:
-        for n, e in ((50, 300), (80, 500), (120, 700)):  # three graphs, three sizes
-            edge_index = power_law_graph(n, e, seed=n)
-            adj = CSRAdjacency.from_edge_index(edge_index, n, torch.rand(e))
-            x = torch.randn(n, 6)
-            for _ in range(2):  # the adjacency's transpose serves every step
-                eager_loss, eager_grads = loss_and_grads(model, x, adj)
-                loss, grads = loss_and_grads(compiled, x, adj)
-                torch.testing.assert_close(loss, eager_loss)
-                for a, b in zip(grads, eager_grads, strict=True):
-                    torch.testing.assert_close(a, b)
-        seen = recorder.snapshot()
+    seen = compiled_matches_eager_on_three_sizes(
+        TwoLayers(), lambda edges, n, e: CSRAdjacency.from_edge_index(edges, n, torch.rand(e)))
     assert seen["graph_breaks"] == 0
     assert seen["graphs"] == 1 and seen["recompiles"] == 0  # one graph serves every size
     assert len(builds) == 3  # once per graph, never per step or in the backward
@@ -194,12 +205,7 @@ def test_cusparse_sums_multi_edges_and_compiles():
     model = TwoLayers().cuda()
     compiled = torch.compile(model, fullgraph=True, dynamic=True)
     adj32 = replace(adj, values=adj.values.float())
-    xc = torch.randn(N, 6, device="cuda")
-    loss, grads = loss_and_grads(compiled, xc, adj32)
-    eager_loss, eager_grads = loss_and_grads(model, xc, adj32)
-    torch.testing.assert_close(loss, eager_loss)
-    for a, b in zip(grads, eager_grads, strict=True):
-        torch.testing.assert_close(a, b)
+    assert_same_step(model, compiled, torch.randn(N, 6, device="cuda"), adj32)
 
 
 @pytest.mark.gpu

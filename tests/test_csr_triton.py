@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 from support.processes import run as run_process
-from test_csr import TwoLayers, loss_and_grads
+from test_csr import TwoLayers, assert_same_step, compiled_matches_eager_on_three_sizes
 from test_sampler import power_law_graph
 from torch_geometric.nn import GCNConv, SAGEConv
 from torch_geometric.utils import scatter
 
 from gnnbench import config
 from gnnbench.config import ConfigError
-from gnnbench.measure.dynamo import DynamoRecorder
 from gnnbench.models import csr_triton
 from gnnbench.models.csr import CSRAdjacency, spmm
 from gnnbench.models.csr_triton import TritonAdjacency, backend, reference_mm, schedule
@@ -184,20 +183,9 @@ def test_kernel_compiles_in_one_graph_with_dynamic_shapes(monkeypatch, weighted)
     monkeypatch.setattr(csr_triton, "schedule",
                         lambda *a: builds.append(1) or schedule(*a))
     torch.manual_seed(0)
-    model = TwoLayers()
-    compiled = torch.compile(model, fullgraph=True, dynamic=True)
-    with DynamoRecorder() as recorder:
-        for n, e in ((50, 300), (80, 500), (120, 700)):
-            adj = TritonAdjacency.from_edge_index(power_law_graph(n, e, seed=n), n,
-                                                  torch.rand(e) if weighted else None, chunk=8)
-            x = torch.randn(n, 6)
-            for _ in range(2):
-                eager_loss, eager_grads = loss_and_grads(model, x, adj)
-                loss, grads = loss_and_grads(compiled, x, adj)
-                torch.testing.assert_close(loss, eager_loss)
-                for a, b in zip(grads, eager_grads, strict=True):
-                    torch.testing.assert_close(a, b)
-        seen = recorder.snapshot()
+    seen = compiled_matches_eager_on_three_sizes(
+        TwoLayers(), lambda edges, n, e: TritonAdjacency.from_edge_index(
+            edges, n, torch.rand(e) if weighted else None, chunk=8))
     assert seen["graph_breaks"] == 0 and seen["graphs"] == 1 and seen["recompiles"] == 0
     assert len(builds) == 6  # A's and Aᵀ's schedules once per graph, never per step
 
@@ -308,9 +296,4 @@ def test_cuda_kernel_compiles_and_matches_eager():
                                           chunk=16)
     model = TwoLayers().cuda()
     compiled = torch.compile(model, fullgraph=True, dynamic=True)
-    x = torch.randn(N, 6, device="cuda")
-    loss, grads = loss_and_grads(compiled, x, adj)
-    eager_loss, eager_grads = loss_and_grads(model, x, adj)
-    torch.testing.assert_close(loss, eager_loss)
-    for a, b in zip(grads, eager_grads, strict=True):
-        torch.testing.assert_close(a, b)
+    assert_same_step(model, compiled, torch.randn(N, 6, device="cuda"), adj)
