@@ -83,9 +83,12 @@ def test_models_without_a_heterogeneous_form_are_refused(tmp_path):
     assert "model gat has no heterogeneous form" in result.reason and "sage, rgcn" in result.reason
 
 
-def test_ogbn_mag_loads_through_ogb_from_its_extracted_layout(tmp_path):
+@pytest.mark.parametrize("batching", [(), ("train.batching=neighbor", "train.fanouts=[4,4]",
+                                               "train.batch_size=64")])
+def test_ogbn_mag_loads_through_ogb_from_its_extracted_layout(tmp_path, batching):
     """A small mag-shaped graph written in ogbn-mag's layout (tests/support/ogb_layout.py),
-    read by ogb's own loader from data_mirror, trained eagerly for a few epochs."""
+    read by ogb's own loader from data_mirror, trained eagerly for a few epochs (full batch,
+    and in neighbour batches)."""
     from support.ogb_layout import write_ogbn_mag_raw
 
     cfg = Options(num_papers=300, num_authors=400, num_institutions=10, num_fields=30,
@@ -100,8 +103,9 @@ def test_ogbn_mag_loads_through_ogb_from_its_extracted_layout(tmp_path):
     result = run_experiment(make_config([
         f"data_dir={tmp_path / 'data'}", f"data_mirror={tmp_path / 'mirror'}",
         "dataset=ogbn-mag", "model=rgcn", "train.epochs=3", "train.warmup_epochs=1",
-        "train.device=cpu", "wandb.mode=disabled"]), tmp_path / "run")
+        "train.device=cpu", "wandb.mode=disabled", *batching]), tmp_path / "run")
     assert result.status == "ok", result.reason
+    assert result.batching.mode == ("neighbor" if batching else "full")
     info = result.dataset
     assert info.source == "ogb" and info.split_sizes.model_dump() == {"train": 180, "val": 60,
                                                                      "test": 60}
@@ -249,3 +253,14 @@ def test_compiled_neighbour_batches_meet_many_shapes_without_breaks(tmp_path, mo
     assert result.compile.graph_breaks == 0
     assert result.shapes.distinct_shapes > 1 and result.shapes.recompiles_per_epoch is not None
     assert result.accuracy.test_at_best_val > result.accuracy.chance
+
+
+def test_neighbour_batch_runs_replay_for_a_seed(tmp_path):
+    def losses(seed: int, name: str) -> list[float]:
+        result = run_experiment(make_config([
+            f"data_dir={tmp_path}", *SMALL, *NEIGHBOR, "train.epochs=2",
+            "train.warmup_epochs=1", f"train.seed={seed}"]), tmp_path / name)
+        assert result.status == "ok", result.reason
+        return [e.loss for e in result.epochs]
+
+    assert losses(0, "a") == losses(0, "b") != losses(1, "c")
