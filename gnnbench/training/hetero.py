@@ -61,6 +61,7 @@ class HeteroTrainer(TrainerBase):
                       "edge_types": ["__".join(t) for t in data.edge_types]}
         self.batching = {"mode": "full", "hetero": True}
         self.batches: HeteroNeighborSampler | None = None
+        self.featureless = [t for t in data.node_types if t not in self.x_dict]
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
 
@@ -73,7 +74,6 @@ class HeteroTrainer(TrainerBase):
         self.batches = HeteroNeighborSampler(
             graphs, list(data.node_types), self.task.target, self.task.splits.train,
             list(train.fanouts), int(train.batch_size), shuffle=True, seed=int(train.seed))
-        self.featureless = [t for t in data.node_types if t not in self.x_dict]
         self.batching = {"mode": "neighbor", "hetero": True, "sampler": "gnnbench",
                          "fanouts": list(train.fanouts), "batch_size": int(train.batch_size),
                          "batches_per_epoch": len(self.batches), "inference": "full graph",
@@ -82,6 +82,12 @@ class HeteroTrainer(TrainerBase):
     def _call(self, v: Variant) -> Tensor:
         self.shapes.add((self.num_nodes, self.num_edges), grad=torch.is_grad_enabled())
         return v.forward(self.x_dict, self.edge_index_dict)
+
+    @torch.no_grad()
+    def _predict(self, v: Variant) -> Tensor:
+        """Every target node's class from one full-graph forward (both modes' evaluation)."""
+        v.model.eval()
+        return self._call(v).argmax(dim=-1)
 
     def _gather(self, batch: HeteroBatch) -> tuple[dict, dict, dict, Tensor, HeteroBatch]:
         """A batch's model inputs on the device: features of the types that have them, the
@@ -107,13 +113,8 @@ class HeteroTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        @torch.no_grad()
-        def predict() -> Tensor:
-            v.model.eval()
-            return self._call(v).argmax(dim=-1)
-
         loss = timer.measure("train_s", step)
-        pred = timer.measure("eval_s", predict)
+        pred = timer.measure("eval_s", lambda: self._predict(v))
         acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
         seconds = timer.read()
         return {"epoch": epoch, **epoch_row(loss.item(), seconds, acc)}
@@ -136,17 +137,12 @@ class HeteroTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        @torch.no_grad()
-        def predict() -> Tensor:
-            v.model.eval()
-            return self._call(v).argmax(dim=-1)
-
         it = iter(self.batches)
         while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
             inputs = timer.measure("transfer_s", lambda b=batch: self._gather(b))
             loss = timer.measure("compute_s", lambda x=inputs: step(x))
             total, count = total + loss, count + 1
-        pred = timer.measure("eval_s", predict)
+        pred = timer.measure("eval_s", lambda: self._predict(v))
         acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
         seconds = timer.read()
         stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
