@@ -63,7 +63,9 @@ class RGCNStack(nn.Module):
 
 class HeteroNet(nn.Module):
     """Embeddings for featureless node types, the heterogeneous encoder, the target's
-    logits: `forward(x_dict, edge_index_dict)` -> [target nodes, classes]."""
+    logits: `forward(x_dict, edge_index_dict)` -> [target nodes, classes]. On a sampled
+    subgraph (training/hetero_sampler.py) `n_id_dict` holds each featureless type's global
+    node ids, so those types get their own nodes' embedding rows, not the whole table."""
 
     def __init__(self, encoder: nn.Module, embeddings: dict[str, int], width: int,
                  target: str, name: str | None) -> None:
@@ -72,9 +74,13 @@ class HeteroNet(nn.Module):
         self.embeddings = nn.ModuleDict({t: nn.Embedding(n, width)
                                          for t, n in embeddings.items()})
 
-    def forward(self, x_dict: dict[str, Tensor],
-                edge_index_dict: dict[tuple, Tensor]) -> Tensor:
-        inputs = {**{t: e.weight for t, e in self.embeddings.items()}, **x_dict}
+    def forward(self, x_dict: dict[str, Tensor], edge_index_dict: dict[tuple, Tensor],
+                n_id_dict: dict[str, Tensor] | None = None) -> Tensor:
+        if n_id_dict is None:  # the whole graph: every node's row
+            inputs = {t: e.weight for t, e in self.embeddings.items()}
+        else:
+            inputs = {t: e(n_id_dict[t]) for t, e in self.embeddings.items()}
+        inputs.update(x_dict)
         return self.encoder(inputs, edge_index_dict)[self.target]
 
 

@@ -73,12 +73,16 @@ def _validate_level(cfg: DictConfig, level: str, layout: str) -> None:
                        "exact, or train.pad_batches=true for neighbour batches")
         return
     what = ("graph-level: it trains in batches of train.batch_size whole graphs"
-            if level == "graph" else "heterogeneous: it trains full batch")
+            if level == "graph" else "heterogeneous: it trains full batch or in neighbour "
+            "batches of gnnbench's typed sampler")
     config.require(not models.foreign_model(cfg.model),
                    f"dataset {name} is {what}, with gnnbench's own models; model "
                    f"{cfg.model.name} is not one")
-    config.require(train.batching == "full", f"train.batching={train.batching} samples "
-                   f"neighbours of one homogeneous graph; dataset {name} is {what}: choose full")
+    config.require(train.batching == "full" or level == "hetero",
+                   f"train.batching={train.batching} samples neighbours of one graph; "
+                   f"dataset {name} is {what}: choose full")
+    if level == "hetero" and train.batching == "neighbor":
+        _validate_hetero_neighbors(cfg)
     config.require(not train.paired, f"train.paired=true is not supported for dataset {name} "
                    f"({what}); compare with an eager run of the same setting")
     config.require(not cfg.get("capture") and (not cfg.compile or cfg.compiler.scope ==
@@ -97,6 +101,23 @@ def _validate_level(cfg: DictConfig, level: str, layout: str) -> None:
     config.require(policy != "buckets" or not norms,
                    f"train.shape_policy=buckets needs model.{norms[0] if norms else ''}=false "
                    "(batch norm would see the padding rows)")
+
+
+def _validate_hetero_neighbors(cfg: DictConfig) -> None:
+    """Neighbour batches of a heterogeneous dataset come from gnnbench's typed sampler
+    (training/hetero_sampler.py) unpadded, one process: the rest is one line each."""
+    train, name = cfg.train, cfg.dataset.name
+    if train.sampler == "pyg":
+        config.require(sampler.pyg_available(), "train.sampler='pyg' needs pyg-lib or "
+                       "torch-sparse; choose one of: auto, gnnbench")
+        config.require(False, f"train.sampler='pyg' samples homogeneous graphs only here; "
+                       f"dataset {name} is heterogeneous: choose one of: auto, gnnbench")
+    for key in ("pad_batches", "prefetch"):
+        config.require(not train.get(key), f"train.{key}=true is not supported for the "
+                       f"neighbour batches of heterogeneous dataset {name}; choose false")
+    config.require(train.get("distributed", "none") == "none", f"train.distributed="
+                   f"{train.distributed} is not supported for heterogeneous dataset {name}; "
+                   "choose none")
 
 
 def skipped_record(cfg: DictConfig, holder: str) -> Record:

@@ -1,11 +1,18 @@
-"""Node classification on a heterogeneous graph, full batch: the model takes PyG's
-`x_dict` and `edge_index_dict` and returns the target type's logits (models/hetero.py).
+"""Node classification on a heterogeneous graph, full batch or in neighbour batches of the
+target type (`train.batching=neighbor`, training/hetero_sampler.py): the model takes PyG's
+`x_dict` and `edge_index_dict` (and, on a batch, the featureless types' global ids for
+their embeddings) and returns the target type's logits (models/hetero.py).
 Compiled as a model like any other; whether dynamo traces to_hetero's per-type code and
 HeteroConv's loop over relations in one graph (fullgraph=True) is the run's outcome, a
 graph break or compiler error recorded with its reason.
 
 Lazy layers get their widths from one forward before the optimizer is built (outside any
-timed region); the loss and accuracies index the target's nodes with index tensors."""
+timed region); the loss and accuracies index the target's nodes with index tensors.
+
+Neighbour batches train on sampled subgraphs, each of its own shape (every node and edge
+type's count), logged like graph batches' (`shapes`). Evaluation stays one full-graph
+forward, as in full-batch mode: exact accuracies with no sampling in them, and no layer-wise
+inference to write per type (the graphs this suite runs fit a full forward in memory)."""
 
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ from gnnbench.data import HeteroTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
 from gnnbench.training.epochs import TrainerBase, Variant, epoch_row
+from gnnbench.training.hetero_sampler import HeteroBatch, HeteroNeighborSampler, typed_csr
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
@@ -44,7 +52,7 @@ class HeteroTrainer(TrainerBase):
         self.variants = [Variant(forward_in(precision, device, forward), model,
                                  make_optimizer(model.parameters(), cfg.train))]
         self.requested_cuda_graphs = (compilation.requested_cuda_graphs(
-            cfg.compiler, device, "full") if cfg.compile else "none")
+            cfg.compiler, device, cfg.train.batching) if cfg.compile else "none")
         self.timers = {"": EpochTimer(device)}
         self.shapes = ShapeLog("exact")
         self.num_nodes = sum(int(data[t].num_nodes) for t in data.node_types)
@@ -52,12 +60,47 @@ class HeteroTrainer(TrainerBase):
         self.graph = {"layout": "coo", "convert_s": 0.0, "node_types": list(data.node_types),
                       "edge_types": ["__".join(t) for t in data.edge_types]}
         self.batching = {"mode": "full", "hetero": True}
+        self.batches: HeteroNeighborSampler | None = None
+        self.featureless = [t for t in data.node_types if t not in self.x_dict]
+        if cfg.train.batching == "neighbor":
+            self._set_up_neighbor_batches()
+
+    def _set_up_neighbor_batches(self) -> None:
+        """gnnbench's typed sampler (PyG's needs pyg-lib: refused by the runner's checks),
+        over the training papers, shuffled by train.seed."""
+        train, data = self.cfg.train, self.task.data
+        graphs = typed_csr(self.edge_index_dict,
+                           {t: int(data[t].num_nodes) for t in data.node_types})
+        self.batches = HeteroNeighborSampler(
+            graphs, list(data.node_types), self.task.target, self.task.splits.train,
+            list(train.fanouts), int(train.batch_size), shuffle=True, seed=int(train.seed))
+        self.batching = {"mode": "neighbor", "hetero": True, "sampler": "gnnbench",
+                         "fanouts": list(train.fanouts), "batch_size": int(train.batch_size),
+                         "batches_per_epoch": len(self.batches), "inference": "full graph",
+                         "padded": False, "prefetch": False}
 
     def _call(self, v: Variant) -> Tensor:
         self.shapes.add((self.num_nodes, self.num_edges), grad=torch.is_grad_enabled())
         return v.forward(self.x_dict, self.edge_index_dict)
 
+    @torch.no_grad()
+    def _predict(self, v: Variant) -> Tensor:
+        """Every target node's class from one full-graph forward (both modes' evaluation)."""
+        v.model.eval()
+        return self._call(v).argmax(dim=-1)
+
+    def _gather(self, batch: HeteroBatch) -> tuple[dict, dict, dict, Tensor, HeteroBatch]:
+        """A batch's model inputs on the device: features of the types that have them, the
+        featureless types' global ids (their embedding rows), the seeds' labels."""
+        batch = batch.to(self.device)
+        x = {t: x.index_select(0, batch.n_id[t]) for t, x in self.x_dict.items()}
+        n_id = {t: batch.n_id[t] for t in self.featureless}
+        y = self.task.y.index_select(0, batch.n_id[self.task.target][: batch.batch_size])
+        return x, batch.edge_index, n_id, y, batch
+
     def epoch(self, epoch: int) -> dict:
+        if self.batches is not None:
+            return self._neighbor_epoch(epoch)
         v, task = self.variants[0], self.task
         timer = self.timers[v.prefix]
         train = task.splits.train
@@ -70,16 +113,43 @@ class HeteroTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        @torch.no_grad()
-        def predict() -> Tensor:
-            v.model.eval()
-            return self._call(v).argmax(dim=-1)
-
         loss = timer.measure("train_s", step)
-        pred = timer.measure("eval_s", predict)
+        pred = timer.measure("eval_s", lambda: self._predict(v))
         acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
         seconds = timer.read()
         return {"epoch": epoch, **epoch_row(loss.item(), seconds, acc)}
+
+    def _neighbor_epoch(self, epoch: int) -> dict:
+        """Each batch's sampling, gathering and compute timed apart (as the homogeneous
+        neighbour epoch); the seeds are the first batch_size target rows of the output."""
+        v, task = self.variants[0], self.task
+        timer = self.timers[v.prefix]
+        total, count = torch.zeros((), device=self.device), 0
+
+        def step(inputs: tuple) -> Tensor:
+            x, edge_index, n_id, y, batch = inputs
+            v.model.train()
+            v.optimizer.zero_grad(set_to_none=True)
+            self.shapes.add(batch.shape(), grad=True)
+            out = v.forward(x, edge_index, n_id)
+            loss = F.cross_entropy(out[: batch.batch_size], y)
+            loss.backward()
+            v.optimizer.step()
+            return loss.detach()
+
+        it = iter(self.batches)
+        while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
+            inputs = timer.measure("transfer_s", lambda b=batch: self._gather(b))
+            loss = timer.measure("compute_s", lambda x=inputs: step(x))
+            total, count = total + loss, count + 1
+        pred = timer.measure("eval_s", lambda: self._predict(v))
+        acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
+        seconds = timer.read()
+        stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
+        return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
+                "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
+                "batches": count, **{f"{k}_acc": acc[k] for k in ("train", "val", "test")},
+                "distinct_shapes": len(self.shapes.shapes)}
 
     def padding(self) -> dict | None:
         return None
