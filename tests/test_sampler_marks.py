@@ -99,7 +99,7 @@ def test_a_sampling_that_fails_half_way_leaves_no_trace(graph_data, monkeypatch)
     marks = NodeMarks(n, "cpu")
     seeds = pick_seeds(n, 40)
     reads = 0
-    real_host = sampler._host
+    real_host = sampler.host_read
 
     def fail_on_second_read(values):
         nonlocal reads
@@ -108,10 +108,10 @@ def test_a_sampling_that_fails_half_way_leaves_no_trace(graph_data, monkeypatch)
             raise RuntimeError("device lost")
         return real_host(values)
 
-    monkeypatch.setattr(sampler, "_host", fail_on_second_read)
+    monkeypatch.setattr(sampler, "host_read", fail_on_second_read)
     with pytest.raises(RuntimeError, match="device lost"):
         sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0), marks)
-    monkeypatch.setattr(sampler, "_host", real_host)
+    monkeypatch.setattr(sampler, "host_read", real_host)
     assert not bool((marks.ids == NOT_REACHED).all())  # half-written, as it died
     after = sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0), marks)
     expected = sample_neighbors(graph, seeds, [4, 4], torch.Generator().manual_seed(0))
@@ -147,8 +147,8 @@ def test_marks_read_one_pair_of_counts_per_hop_and_nothing_else(graph_data, monk
     graph = CSRGraph.from_edge_index(edge_index, n)
     assert graph.max_degree == int(torch.bincount(edge_index[1]).max())
     reads: list[int] = []
-    real_host = sampler._host
-    monkeypatch.setattr(sampler, "_host", lambda t: reads.append(t.numel()) or real_host(t))
+    real_host = sampler.host_read
+    monkeypatch.setattr(sampler, "host_read", lambda t: reads.append(t.numel()) or real_host(t))
     for fanouts, expected in (([15, 10, 5], [2, 2, 2]), ([-1, 3], [1, 1, 2])):
         reads.clear()
         with SyncOps() as ops:

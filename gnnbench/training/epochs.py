@@ -7,8 +7,9 @@ from __future__ import annotations
 import copy
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from omegaconf import DictConfig
@@ -42,6 +43,34 @@ def epoch_row(loss: float, seconds: dict[str, float], acc: dict[str, float],
     row = {"loss": loss, **{stage: seconds[stage] for stage in TIMED_STAGES},
            **{f"{split}_acc": acc[split] for split in ROW_SPLITS}}
     return {f"{prefix}{k}": v for k, v in row.items()}
+
+
+BATCH_STAGES = ("sample_s", "transfer_s", "compute_s")
+
+
+def train_batches(timer: EpochTimer, batches: Iterable, prepare: Callable[[Any], Any],
+                  step: Callable[[Any], Tensor], device: torch.device) \
+        -> tuple[Tensor, int]:
+    """One epoch over mini-batches, each timed in three parts: drawing the batch from
+    `batches` (`sample_s`), `prepare` (gathering and moving it: `transfer_s`) and `step`
+    (`compute_s`). Returns the sum of the steps' losses, on the device (read once, after
+    the epoch), and how many batches there were."""
+    total, count = torch.zeros((), device=device), 0
+    it = iter(batches)
+    while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
+        inputs = timer.measure("transfer_s", lambda b=batch: prepare(b))
+        loss = timer.measure("compute_s", lambda x=inputs: step(x))
+        total, count = total + loss, count + 1
+    return total, count
+
+
+def batches_row(epoch: int, total: Tensor, count: int, seconds: dict[str, float]) -> dict:
+    """What an epoch of mini-batches records besides its accuracies: the mean loss, the
+    train time as the sum of its three parts, each part, the eval time and the batches."""
+    stages = {k: seconds.get(k, 0.0) for k in BATCH_STAGES}
+    return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
+            "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
+            "batches": count}
 
 
 @dataclass

@@ -33,7 +33,7 @@ from gnnbench.data import GraphTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
 from gnnbench.training.buckets import IGNORE_LABEL, Buckets
-from gnnbench.training.epochs import TrainerBase, Variant
+from gnnbench.training.epochs import TrainerBase, Variant, batches_row, train_batches
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
 from gnnbench.training.shapes import ShapeLog
@@ -168,8 +168,6 @@ class GraphBatchTrainer(TrainerBase):
     def epoch(self, epoch: int) -> dict:
         v = self.variants[0]
         timer = self.timers[v.prefix]
-        total, count = torch.zeros((), device=self.device), 0
-
         def step(inputs: Inputs) -> Tensor:
             v.model.train()
             v.optimizer.zero_grad(set_to_none=True)
@@ -178,18 +176,10 @@ class GraphBatchTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        it = iter(self.loader)
-        while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
-            inputs = timer.measure("transfer_s", lambda b=batch: self._inputs(b))
-            loss = timer.measure("compute_s", lambda x=inputs: step(x))
-            total, count = total + loss, count + 1
+        total, count = train_batches(timer, self.loader, self._inputs, step, self.device)
         scores = timer.measure("eval_s", lambda: self._evaluate(v))
-        seconds = timer.read()
         acc = self._scores(scores)
-        stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
-        return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
-                "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
-                "batches": count, "train_acc": None,
+        return {**batches_row(epoch, total, count, timer.read()), "train_acc": None,
                 **{f"{split}_acc": acc[split] for split in EVAL_SPLITS},
                 "distinct_shapes": len(self.shapes.shapes)}
 

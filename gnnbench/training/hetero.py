@@ -25,7 +25,7 @@ from gnnbench import models
 from gnnbench.data import HeteroTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
-from gnnbench.training.epochs import TrainerBase, Variant, epoch_row
+from gnnbench.training.epochs import TrainerBase, Variant, batches_row, epoch_row, train_batches
 from gnnbench.training.hetero_sampler import HeteroBatch, HeteroNeighborSampler, typed_csr
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
@@ -124,8 +124,6 @@ class HeteroTrainer(TrainerBase):
         neighbour epoch); the seeds are the first batch_size target rows of the output."""
         v, task = self.variants[0], self.task
         timer = self.timers[v.prefix]
-        total, count = torch.zeros((), device=self.device), 0
-
         def step(inputs: tuple) -> Tensor:
             x, edge_index, n_id, y, batch = inputs
             v.model.train()
@@ -137,18 +135,11 @@ class HeteroTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        it = iter(self.batches)
-        while (batch := timer.measure("sample_s", lambda: next(it, None))) is not None:
-            inputs = timer.measure("transfer_s", lambda b=batch: self._gather(b))
-            loss = timer.measure("compute_s", lambda x=inputs: step(x))
-            total, count = total + loss, count + 1
+        total, count = train_batches(timer, self.batches, self._gather, step, self.device)
         pred = timer.measure("eval_s", lambda: self._predict(v))
         acc = {name: task.accuracy(pred[idx], task.y[idx]) for name, idx in task.splits.items()}
-        seconds = timer.read()
-        stages = {k: seconds.get(k, 0.0) for k in ("sample_s", "transfer_s", "compute_s")}
-        return {"epoch": epoch, "loss": (total / max(count, 1)).item(),
-                "train_s": sum(stages.values()), "eval_s": seconds.get("eval_s"), **stages,
-                "batches": count, **{f"{k}_acc": acc[k] for k in ("train", "val", "test")},
+        return {**batches_row(epoch, total, count, timer.read()),
+                **{f"{k}_acc": acc[k] for k in ("train", "val", "test")},
                 "distinct_shapes": len(self.shapes.shapes)}
 
     def padding(self) -> dict | None:

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.training.dedup import extend_sorted
-from gnnbench.training.sampler import CSRGraph, _host, _real, _sample_slots
+from gnnbench.training.sampler import CSRGraph, host_read, real_rows, sample_slots
 
 EdgeType = tuple[str, str, str]
 
@@ -72,10 +72,10 @@ def _relation_slots(graph: CSRGraph, nodes: Tensor, k: int,
         k = -1
     start = graph.rowptr.index_select(0, nodes)
     deg = graph.rowptr.index_select(0, nodes + 1) - start
-    pos, seg, valid, _ = _sample_slots(start, deg, k, generator)
+    pos, seg, valid, _ = sample_slots(start, deg, k, generator)
     if valid is not None:
-        (total,) = _host(valid.sum())
-        pos, seg = _real(valid, total, pos, seg)
+        (total,) = host_read(valid.sum())
+        pos, seg = real_rows(valid, total, pos, seg)
     return pos, seg
 
 

@@ -99,7 +99,7 @@ def _floyd(n: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
     return picks
 
 
-def _sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator | None
+def sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator | None
                   ) -> tuple[Tensor, Tensor, Tensor | None, int | None]:
     """CSR positions of the edges sampled for each frontier node, which node each is for, and
     which slots are real. With k > 0 every node owns k slots, the first min(deg, k) real: the
@@ -107,7 +107,7 @@ def _sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator
     all) the edge total is read once (returned), and every slot is real (mask None)."""
     device = deg.device
     if k < 0:
-        (total,) = _host(deg.sum())  # the one count a take-all hop reads before sampling
+        (total,) = host_read(deg.sum())  # the one count a take-all hop reads before sampling
         first_slot = torch.cumsum(deg, 0) - deg
         seg = torch.repeat_interleave(torch.arange(deg.numel(), device=device), deg,
                                       output_size=total)
@@ -127,12 +127,12 @@ def _sample_slots(start: Tensor, deg: Tensor, k: int, generator: torch.Generator
     return pos.view(-1), seg, valid.view(-1), None
 
 
-def _host(values: Tensor) -> list[int]:
+def host_read(values: Tensor) -> list[int]:
     """Every device-to-host read of the sampler goes through here (the tests count them)."""
     return values.view(-1).tolist()
 
 
-def _real(valid: Tensor, total: int, *slots: Tensor) -> list[Tensor]:
+def real_rows(valid: Tensor, total: int, *slots: Tensor) -> list[Tensor]:
     """The entries of each of `slots` at the `total` real slots, in order."""
     keep = compact(torch.arange(valid.numel(), device=valid.device), valid,
                    torch.cumsum(valid, 0) - 1, total)
@@ -176,10 +176,10 @@ def _sample(graph: CSRGraph, n_id: Tensor, fanouts: Sequence[int],
         nodes = n_id[lo:]
         start = graph.rowptr.index_select(0, nodes)
         deg = graph.rowptr.index_select(0, nodes + 1) - start
-        pos, seg, valid, total = _sample_slots(start, deg, k, generator)
+        pos, seg, valid, total = sample_slots(start, deg, k, generator)
         if valid is not None and marks is None:  # torch.unique takes the real entries only
-            (total,) = _host(valid.sum())
-            pos, seg = _real(valid, total, pos, seg)
+            (total,) = host_read(valid.sum())
+            pos, seg = real_rows(valid, total, pos, seg)
             valid = None
         found = graph.col.index_select(0, pos)
         if marks is None:
@@ -187,10 +187,10 @@ def _sample(graph: CSRGraph, n_id: Tensor, fanouts: Sequence[int],
         else:
             local, is_first, rank = marks.number(found, valid, n_old)
             if valid is None:
-                (added,) = _host(is_first.sum())
+                (added,) = host_read(is_first.sum())
             else:  # one read for both counts
-                added, total = _host(torch.stack([is_first.sum(), valid.sum()]))
-                local, pos, seg = _real(valid, total, local, pos, seg)
+                added, total = host_read(torch.stack([is_first.sum(), valid.sum()]))
+                local, pos, seg = real_rows(valid, total, local, pos, seg)
             n_id = torch.cat([n_id, compact(found, is_first, rank, added)])
         rows.append(local)
         cols.append(seg + lo)
