@@ -137,6 +137,7 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
             record.status = "diverged"
             record.reason = f"non-finite parameters after epoch {len(epochs) - 1}"
     finally:
+        limit.close()  # first: whatever fails below, the next run has dynamo's own limit
         progress.close()
         machine_after = stability.machine_state(device)
         record.memory = memory.peak(device)
@@ -168,7 +169,6 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
         steady = [r.train_s for r in steady_rows(epochs, cfg.train.warmup_epochs)]
         if steady:
             record.stability = stability.assess(steady, machine_before, machine_after)
-        limit.close()
     if len(trainer.variants) > 1:
         eager = [Epoch.model_validate({"epoch": r.epoch, **{
             k.removeprefix("eager_"): v for k, v in r.model_dump().items()
@@ -197,7 +197,9 @@ def shape_record(trainer: Trainer, record: Record,
                                               if record.epochs else 0)
         shapes.recompiles_per_epoch = per_epoch + ([unfinished] if unfinished > 0 else [])
         hits = recorder.recompile_limit_hits()
-        shapes.recompile_limit = compilation.recompile_limit()
+        # The limit the run had: dynamo's, or the trainer's bound where that was higher.
+        shapes.recompile_limit = max(filter(None, (compilation.recompile_limit(),
+                                                   trainer.recompile_bound)), default=None)
         shapes.recompile_limit_hit = bool(hits)
         shapes.recompile_limit_hits = hits
     audit = record.cuda_graph_audit
