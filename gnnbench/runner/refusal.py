@@ -19,6 +19,7 @@ from gnnbench import config
 from gnnbench.measure.environment import environment
 from gnnbench.records import store
 from gnnbench.records.model import CommandRecord, Record, Timing, new_record
+from gnnbench.runner import launch
 
 
 def overrides() -> list[str]:
@@ -42,6 +43,8 @@ def refuse(cfg: DictConfig, out_dir: Path, started: float | None = None) \
     """The input-error record of a value the declaration refuses, written beside any real
     record in `out_dir`; None when the declaration accepts the config (the run's own checks
     come next). `started`: when the run began (perf_counter), for its wall time."""
+    if not launch.records_run():  # a DDP rank but rank 0: the run's own checks, which
+        return None  # leave the recording to rank 0
     started = time.perf_counter() if started is None else started
     try:
         config.validate(cfg)
