@@ -169,3 +169,7 @@ def test_a_goal_is_met_only_by_its_whole_interval_and_none_without_one():
     assert limits.verdict(("speedup", 2.0), rows).met is False  # 2.45x, but no interval
     assert limits.verdict(("speedup", 1.8), {"a": rows["a"]}).met is True
     assert limits._bounds((None, None)) == "[no CI]"
+    crossing = limits.RoundsSpeedup(speedup=1.3, speedup_ci95=[0.84, 2.01], level="runs",
+                                    n_eager=8, n=8)
+    assert limits._interval(crossing).endswith(": no measurable difference")
+    assert "no measurable" not in limits._interval(rows["a"].speedup)  # [1.9-2.2]

@@ -165,8 +165,10 @@ def ratio(eager_rounds: list[list[float]], rounds: list[list[float]]) -> RoundsS
 
 def _interval(speedup: RoundsSpeedup) -> str:
     low, high = speedup.speedup_ci95
-    return "[no CI: too few epochs]" if low is None else \
-        f"[{low:.2f}-{high:.2f}] ({speedup.level})"
+    if low is None:
+        return "[no CI: too few epochs]"
+    said = f"[{low:.2f}-{high:.2f}] ({speedup.level})"
+    return said + (": no measurable difference" if low <= 1.0 <= high else "")
 
 
 def _bounds(ci: Sequence[float | None]) -> str:
