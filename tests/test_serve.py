@@ -75,3 +75,29 @@ def test_report_has_a_serving_section_and_no_training_row_for_it(served):
     assert rows == []
     section = markdown.split("## Serving", 1)[1]
     assert sum(line.startswith(f"| {record.name} |") for line in section.splitlines()) == 4
+
+
+def test_padded_requests_meet_only_shapes_warmed_before_timing():
+    """A padded stream's rung requests (what a padded server runs before timing) cover
+    every shape its real requests are padded to, so no timed request meets a new shape
+    (under CUDA graphs: an unrecorded graph); they answer like real requests."""
+    import torch
+    from torch_geometric.nn import GraphSAGE
+
+    from gnnbench.training.requests import Requests, answer
+    from gnnbench.training.sampler import CSRGraph
+
+    g = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, 300, (2, 1500), generator=g)
+    graph = CSRGraph.from_edge_index(edge_index, 300)
+    x = torch.randn(300, 5, generator=g)
+    model = GraphSAGE(5, 8, 2, 3).eval()
+    requests = Requests(graph, x, None, [5, 3], 4, seed=1, padded=True)
+    rungs = requests.rung_requests()
+    assert [r.shape for r in rungs] == requests.buckets.shapes
+    for r in rungs:
+        assert r.x.size(0) == r.shape[0] and r.edge_index.size(1) == r.shape[1]
+        assert answer(model, r).shape == (4,)
+    seen = {requests.next().shape for _ in range(40)}
+    assert seen <= set(requests.buckets.shapes)
+    assert Requests(graph, x, None, [5, 3], 4, seed=1).rung_requests() == []

@@ -25,6 +25,9 @@ from gnnbench.records import identity
 from gnnbench.records.model import Comparison, Epoch, Record, Scaling, Speedup, Verdict
 
 MEASURES = {"train": "train_s", "inference": "eval_s", "epoch": "epoch_wall_s"}
+# Mini-batch epochs also time their stages: `compute_s` is the train step proper (forward,
+# backward, optimizer over the epoch's batches) without sampling, collating or moving them.
+STAGE_MEASURES = {"compute": "compute_s"}
 # A reference run that started this much earlier than the run it is compared with is named
 # as old: the machine, its drivers or its load may have changed since.
 OLD_REFERENCE_S = 24 * 3600
@@ -220,6 +223,8 @@ def compare(eager: list[Record], compiled: list[Record]) -> Comparison | None:
     eager_peak = _median([r.memory.peak_bytes for r in eager])
     peak = _median([r.memory.peak_bytes for r in compiled])
     reference = {m: [steady(r, key) for r in eager] for m, key in MEASURES.items()}
+    if _staged(compiled[0]):
+        reference |= {m: [steady(r, key) for r in eager] for m, key in STAGE_MEASURES.items()}
     # Epochs timed in groups hold train and eval in their train time: so does the reference.
     grouped = timed_epochs(compiled)
     train_of = steady_train_and_eval if grouped else steady_steps
@@ -271,9 +276,12 @@ def _against(compiled: list[Record], reference: dict[str, list[list[float]]], pa
     overhead = _median([r.timing.compile_overhead_s for r in compiled])
     out = Comparison(**_speedup(reference["train"], [steady(r) for r in compiled], overhead,
                                 paired))
-    for measure in ("inference", "epoch"):
-        mine = [steady(r, MEASURES[measure]) for r in compiled]
-        if any(reference[measure]) and any(mine):
+    for measure, key in (("inference", "eval_s"), ("epoch", "epoch_wall_s"),
+                         ("compute", "compute_s")):
+        if not any(reference.get(measure, ())):
+            continue
+        mine = [steady(r, key) for r in compiled]
+        if any(mine):
             setattr(out, measure, _speedup(reference[measure], mine, overhead, paired))
     accs = [r.accuracy.test_at_best_val for r in compiled]
     out.test_acc_delta = statistics.fmean(accs) - statistics.fmean(eager_accs)
@@ -283,6 +291,11 @@ def _against(compiled: list[Record], reference: dict[str, list[list[float]]], pa
     if reference_dirs is not None:
         out.reference_dirs = reference_dirs
     return out
+
+
+def _staged(run: Record) -> bool:
+    """Whether a run's epochs time their stages (mini-batch runs do; full batch does not)."""
+    return bool(run.epochs) and run.epochs[-1].has("compute_s")
 
 
 def train_nodes(run: Record) -> int | None:

@@ -326,6 +326,7 @@ class Comparison(Speedup):
 
     inference: Speedup | None = None
     epoch: Speedup | None = None
+    compute: Speedup | None = None  # mini-batch: the step without the batches' loading
     per_run: list[float] = []
     pays_back: dict[str, PayBack] = {}
     end_to_end: dict | None = None
@@ -380,6 +381,7 @@ class ServingCase(Part):
     reason: str | None = None
     seeds: int | None = None
     first_request_ms: float | None = None
+    warm_shapes_ms: float | None = None  # padded: every bucket shape run before timing
     closed: Latency | None = None
     throughput_rps: float | None = None
     open: OpenLoop | None = None

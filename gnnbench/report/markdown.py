@@ -148,16 +148,21 @@ def shapes_markdown(rows: list[Row]) -> str | None:
              "How batches met the model (`train.shape_policy`), the most distinct input "
              "shapes a run met, recompilations per epoch after the warm-up (mean over runs; "
              "the first epoch's are in `recompiles` above), the share of node rows and edges "
-             "computed that were padding, and the runs that hit dynamo's recompile limit "
-             "(with fullgraph=True their status is `compile_error`).", "",
+             "computed that were padding, the runs that hit dynamo's recompile limit "
+             "(with fullgraph=True their status is `compile_error`), and the speedup of the "
+             "train step alone (forward, backward, optimizer over the epoch's batches, "
+             "without sampling or collating them and moving them to the device; intervals "
+             "as above).", "",
              "| model | dataset | variant | runs | shape policy | distinct shapes | "
-             "recompiles per epoch | padding share | recompile limit hit |",
-             "|" + "---|" * 9]
+             "recompiles per epoch | padding share | recompile limit hit | "
+             "train step speedup (no loading) |",
+             "|" + "---|" * 10]
     for r in shaped:
         hits = "–" if r.recompile_limit_hits is None else f"{r.recompile_limit_hits} run(s)"
         lines.append(f"| {r.model} | {r.dataset} | {variant_cell(r)} | {r.runs} | "
                      f"{r.shape_policy} | {_fmt(r.distinct_shapes)} | "
-                     f"{_fmt(r.recompiles_per_epoch)} | {_fmt(r.padding_share, 3)} | {hits} |")
+                     f"{_fmt(r.recompiles_per_epoch)} | {_fmt(r.padding_share, 3)} | {hits} | "
+                     f"{_speedup(r, 'compute')} |")
     return "\n".join(lines)
 
 

@@ -97,6 +97,11 @@ class Row(BaseModel):
     recompiles_per_epoch: float | None = None
     padding_share: float | None = None
     recompile_limit_hits: int | None = None
+    # The train step without its batches' loading (sampling or collating, moving): what
+    # compiling can speed up, beside the train time that a loader on the host may bound.
+    compute_speedup: float | None = None
+    compute_ci_low: float | None = None
+    compute_ci_high: float | None = None
 
     def cells(self, columns: list[str] | None = None) -> dict:
         """The row as report.csv writes it."""
@@ -105,7 +110,7 @@ class Row(BaseModel):
 
 COLUMNS = list(Row.model_fields)
 SHAPE_COLUMNS = ("shape_policy", "distinct_shapes", "recompiles_per_epoch", "padding_share",
-                 "recompile_limit_hits")
+                 "recompile_limit_hits", "compute_speedup", "compute_ci_low", "compute_ci_high")
 
 
 def columns(rows: list[Row]) -> list[str]:
@@ -285,6 +290,9 @@ def _compiled(row: Row, ok: list[Record], cmp: Comparison | None) -> None:
     if cmp.epoch is not None:
         row.epoch_speedup = cmp.epoch.speedup
         row.epoch_ci_low, row.epoch_ci_high = cmp.epoch.speedup_ci95
+    if cmp.compute is not None:
+        row.compute_speedup = cmp.compute.speedup
+        row.compute_ci_low, row.compute_ci_high = cmp.compute.speedup_ci95
 
 
 def build_rows(runs: list[Record]) -> list[Row]:

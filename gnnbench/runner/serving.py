@@ -71,6 +71,21 @@ def _variant_forward(name: str, model: torch.nn.Module, cfg: DictConfig,
     return compilation.compile_model(model, OmegaConf.create(compiler))
 
 
+def _warm_shapes(forward, requests: Requests, device: torch.device) -> float | None:
+    """Run every bucket shape three times before timing (warm-up, CUDA-graph recording,
+    a replay), as a server warms its shapes at start-up; its milliseconds, or None when
+    requests are not padded."""
+    rungs = requests.rung_requests()
+    if not rungs:
+        return None
+    started = time.perf_counter()
+    for request in rungs:
+        for _ in range(3):
+            answer(forward, request)
+    synchronize(device)
+    return (time.perf_counter() - started) * 1e3
+
+
 def _closed_loop(forward, requests: Requests, count: int) -> tuple[list[float], set]:
     latencies, shapes = [], set()
     for _ in range(count):
@@ -122,6 +137,7 @@ def _serve_variant(name: str, model, cfg: DictConfig, device: torch.device, grap
                 started = time.perf_counter()
                 answer(forward, requests.next())  # the first request: compiles if compiled
                 case.first_request_ms = (time.perf_counter() - started) * 1e3
+                case.warm_shapes_ms = _warm_shapes(forward, requests, device)
                 _closed_loop(forward, requests, s.warmup_requests - 1)
                 latencies, shapes = _closed_loop(forward, requests, s.requests)
                 case.seeds = requests.seeds

@@ -50,7 +50,9 @@ def summary(record: Record, path: str) -> str:
             line += (f"; {c.distinct_shapes} shapes, {c.recompiles} recompilation(s)"
                      + (f", {c.cudagraph_recordings} CUDA graph(s) recorded"
                         if c.cudagraph_recordings else "")
-                     + (f", first request {_ms(c.first_request_ms)} ms"))
+                     + f", first request {_ms(c.first_request_ms)} ms"
+                     + (f", bucket shapes warmed in {_ms(c.warm_shapes_ms)} ms"
+                        if c.warm_shapes_ms is not None else ""))
             lines.append(line)
     lines.append(f"  results: {path}")
     return "\n".join(lines)

@@ -51,6 +51,22 @@ class Requests:
             x, edge_index, weight, _ = self.buckets.pad(x, edge_index, weight, labels)
         return Request(x, edge_index, weight, self.seeds, (x.size(0), edge_index.size(1)))
 
+    def rung_requests(self) -> list[Request]:
+        """One request of each bucket shape (none unpadded), as padding makes them: zero
+        features, edges from the last node to itself. A server runs each shape before it
+        takes requests, so that no request meets a shape for the first time (under CUDA
+        graphs: an unrecorded graph, run once to warm up, recorded when it comes again)."""
+        if self.buckets is None:
+            return []
+        out = []
+        for nodes, edges in self.buckets.shapes:
+            x = self.x.new_zeros(nodes, *self.x.shape[1:])
+            edge_index = torch.full((2, edges), nodes - 1, dtype=torch.long,
+                                    device=self.x.device)
+            weight = None if self.edge_weight is None else self.edge_weight.new_zeros(edges)
+            out.append(Request(x, edge_index, weight, self.seeds, (nodes, edges)))
+        return out
+
     def padding(self) -> dict | None:
         return self.buckets.waste.summary() if self.buckets is not None else None
 
