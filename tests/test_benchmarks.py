@@ -116,6 +116,8 @@ def test_limits_measures_each_part_against_eager(tmp_path):
         goal = result["goal"]  # the best variant against the part's goal, met or not
         assert goal["best"] in rows and isinstance(goal["met"], bool)
         assert goal["met"] or goal["missed_by"] > 0
+        if part == "step":  # a millisecond goal: the step's floor beside it
+            assert interval(result["floor"]["ms"]) and interval(result["floor"]["share"])
 
 
 @pytest.mark.slow
@@ -123,14 +125,17 @@ def test_profile_step_profiles_cpu_ops_and_says_why_it_skips_the_captured_step(t
     out = bench(tmp_path, "profile_step", "--cases", "dataset=cora", "--models", "gcn")
     assert out["activity"] == "cpu" and "no ATen ops" in out["note"]
     rows = {r["variant"]: r for r in out["rows"]}
-    assert list(rows) == ["eager", "model reduce-overhead", "step reduce-overhead"]
-    assert "needs CUDA" in rows["step reduce-overhead"]["skipped"]
+    assert list(rows) == ["eager", "model reduce-overhead", "step reduce-overhead",
+                          "step csr-op tf32"]
+    assert all("needs CUDA" in rows[v]["skipped"] for v in ("step reduce-overhead",
+                                                            "step csr-op tf32"))
     for variant in ("eager", "model reduce-overhead"):
         row = rows[variant]
         assert all(number(row[k]) and row[k] > 0 for k in (
             "wall_ms", "profiled_wall_ms", "ops_per_step", "cpu_op_ms", "cpu_op_share"))
         assert row["top_ops"] and all(number(op["ms_per_step"]) and op["op"].startswith(
             "aten::") for op in row["top_ops"])
+        assert interval(row["floor"]["ms"]) and interval(row["floor"]["share"])
 
 
 def test_profile_step_composes_each_model_of_a_preset_case(tmp_path):
@@ -173,3 +178,35 @@ def test_a_goal_is_met_only_by_its_whole_interval_and_none_without_one():
                                     n_eager=8, n=8)
     assert limits._interval(crossing).endswith(": no measurable difference")
     assert "no measurable" not in limits._interval(rows["a"].speedup)  # [1.9-2.2]
+
+
+def test_profile_step_puts_the_floor_beside_each_step(tmp_path):
+    """One eager step of the tiny arxiv-size GCN on the CPU, with its floor and the share of
+    it reached, said to be against the CPU's wall; the final step's variant needs CUDA."""
+    out = tmp_path / "profile.json"
+    proc = run(["--tiny", "--device", "cpu", "--cases", "experiment=synthetic-arxiv-gcn",
+                "--models", "gcn", "--variants", "eager,step csr-op tf32", "--out", str(out)],
+               tmp_path, module="gnnbench.benchmarks.profile_step")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "    floor " in proc.stdout and "CPU wall" in proc.stdout
+    assert "of it (floor / wall)" in proc.stdout
+    eager, final = json.loads(out.read_text())["rows"]
+    said = eager["floor"]
+    assert interval(said["ms"]) and interval(said["bytes"]) and said["hbm_gbps"] == 4300
+    assert said["peak_tflops"] == 67  # fp32
+    assert said["share"] == pytest.approx([ms / eager["wall_ms"] for ms in said["ms"]])
+    assert set(said["kernel_classes_ms"]) == {"gemm", "spmm", "other"}
+    assert final["variant"] == "step csr-op tf32" and "needs CUDA" in final["skipped"]
+
+
+def test_kernels_are_told_apart_by_name():
+    """Names as the H200 profiles show them (results/h200-reference)."""
+    assert {profile_step.kernel_class(name) for name in (
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3",
+        "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>",
+        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT")} == {"gemm"}
+    assert {profile_step.kernel_class(name) for name in (
+        "void cusparse::csrmm_alg2_kernel<float>", "_spmm")} == {"spmm"}
+    assert profile_step.kernel_class(
+        "triton_poi_fused__native_batch_norm_legit_functional_native_dropout_backward_4"
+    ) == "other"

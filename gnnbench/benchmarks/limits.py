@@ -19,6 +19,11 @@ minibatch: arxiv-size SAGE with 15/10/5 neighbour batches, the train epoch: eage
            compiled, compiled on padded batches with prefetching. Goal: >= 2x, never below
            1x.
 
+What bounds a millisecond goal: the step's floor (benchmarks/floor.py, the bytes it must
+move at `--hbm-gbps` and its GEMMs at the best variant's precision), printed beside the goal
+and the measurement, with the share of the floor's speed reached; benchmarks/profile_step.py
+splits the measured kernel time by class against the same floor.
+
 `--tiny` (to check that it runs, e.g. on a CPU): each part's first setting, 6 epochs after
 1 warm-up (5 steady ones: the fewest an interval is given for), one round, the synthetic
 graphs shrunk to 2,000 nodes, no groups of 10 epochs.
@@ -32,13 +37,15 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict
 
-from gnnbench import config
+from gnnbench import config, data
+from gnnbench.benchmarks import floor
 from gnnbench.measure import stats
 from gnnbench.measure.summary import steady_rows
 from gnnbench.records.model import Speedup
@@ -200,8 +207,32 @@ def verdict(goal: tuple[str, float], rows: dict[str, Row]) -> Verdict:
                    met=met, missed_by=None if met else value / target)
 
 
+def step_floor(cfg: DictConfig) -> floor.Floor | None:
+    """The floor of `cfg`'s train step, from its task (cached by the runs before it)."""
+    device = config.resolve_device(cfg.train.device)
+    task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
+    workload = floor.workload_of(cfg, task)
+    return None if workload is None else floor.count(workload)
+
+
+def floor_said(goal_ms: float, value_ms: float, summary: floor.Summary) -> str:
+    """Where a millisecond goal stands against the step's floor: below it, no kernel meets
+    it; between its bounds, only reuse of gathered rows in cache does, this much of it."""
+    low, high = summary.ms
+    if goal_ms < low:
+        where = "below the floor: no step of these ops meets it on this hardware"
+    elif goal_ms < high:
+        allowed = goal_ms * summary.hbm_gbps * 1e6  # bytes the goal's time can move
+        reuse = (summary.bytes[1] - allowed) / (summary.bytes[1] - summary.bytes[0])
+        where = (f"within the floor's range: met only if at least {reuse:.0%} of the "
+                 "SpMMs' repeated row reads hit the cache")
+    else:
+        where = "above the floor"
+    return f"goal {goal_ms:g} ms, {where}; {summary.said(value_ms)}"
+
+
 def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: list[str],
-             cases: dict[str, Case] = CASES) -> dict:
+             cases: dict[str, Case] = CASES, hbm_gbps: float = floor.HBM_GBPS) -> dict:
     case = cases[part]
     variants = list(case.variants)
     samples: dict[str, list[float]] = {v: [] for v in variants}
@@ -255,6 +286,16 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
                 f"best {found.best} {found.value:.3g}{unit} {_bounds(found.ci95)}: " +
                 ("met" if found.met else f"not met (x{found.missed_by:.2f} off)"))
         print(f"{part:9s} {name:16s} goal {found.goal}: {said}", flush=True)
+        kind, target = case.goals[name]
+        if kind == "ms" and found.best is not None:
+            cfg = config.compose_config([*base, *case.variants[found.best], *common])
+            counted = step_floor(cfg)
+            if counted is not None:
+                rates = floor.rates_for(cfg.train.get("precision", "fp32"), hbm_gbps)
+                summary = counted.summary(rates, found.value)
+                out.update(floor=asdict(summary))
+                print(f"{part:9s} {name:16s} bound: {floor_said(target, found.value, summary)}",
+                      flush=True)
     return out
 
 
@@ -265,6 +306,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--data-mirror", default=None)
+    parser.add_argument("--hbm-gbps", type=float, default=floor.HBM_GBPS,
+                        help="memory bandwidth of the step's floor (default: the H200's, as "
+                             "measured by a device-to-device copy)")
     parser.add_argument("--tiny", action="store_true",
                         help="each part's first setting, 6 epochs, one round, small graphs")
     parser.add_argument("--out", type=Path)
@@ -281,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.data_mirror:
         common.append(f"data_mirror={args.data_mirror}")
     started = time.time()
-    results = {part: {name: run_case(part, name, base, args.rounds, common, cases)
+    results = {part: {name: run_case(part, name, base, args.rounds, common, cases,
+                                     args.hbm_gbps)
                       for name, base in cases[part].settings.items()}
                for part in args.parts.split(",")}
     if args.out:

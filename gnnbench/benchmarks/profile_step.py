@@ -10,6 +10,19 @@ A step whose kernels keep the GPU busy for much less than its wall time is bound
 launches and Python, not by the kernels: fewer launches (CUDA graphs) is the remedy. The
 step is the runner's own (training/epochs.py), built from the composed config, so what is
 profiled is what a run times. `--tiny`: a few steps on small graphs, to check it runs.
+
+Each row also holds the step's floor (benchmarks/floor.py: the bytes it must move at the
+least, at `--hbm-gbps`, and its GEMMs at the precision's peak) and the share of it reached,
+floor / wall: a busy GPU far from its floor is bound by its kernels, and on CUDA the kernel
+time per class (GEMM, SpMM, other, told apart by name) beside the class's floor says which.
+The final step of the performance issue, `step csr-op tf32` (the CSR custom op, TF32, the
+whole step compiled and replayed as one CUDA graph):
+
+    python -m gnnbench.benchmarks.profile_step --cases experiment=synthetic-arxiv-gcn \
+        --variants "eager,step csr-op tf32" --out profile-final.json
+
+The floor is the H200's (4300 GB/s by default): on the CPU its share is of the CPU's wall
+time, a figure about the CPU's distance from an H200, not about the CPU.
 """
 
 from __future__ import annotations
@@ -18,12 +31,15 @@ import argparse
 import json
 import platform
 import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from gnnbench import config, data
+from gnnbench.benchmarks import floor
 from gnnbench.measure import dynamo
 from gnnbench.measure.timer import synchronize
 from gnnbench.training import steps
@@ -31,12 +47,21 @@ from gnnbench.training.epochs import Trainer
 from gnnbench.training.precision import matmul_precision
 
 REDUCE_OVERHEAD = ("compile=true", "compiler.mode=reduce-overhead")
+WHOLE_STEP = (*REDUCE_OVERHEAD, "compiler.scope=step")
 VARIANTS = {"eager": (), "model reduce-overhead": REDUCE_OVERHEAD,
-            "step reduce-overhead": (*REDUCE_OVERHEAD, "compiler.scope=step")}
-# Only CUDA replays a whole step as one graph: on the CPU this variant would profile a
+            "step reduce-overhead": WHOLE_STEP,
+            "step csr-op tf32": (*WHOLE_STEP, "graph.layout=csr-op", "train.precision=tf32")}
+# Only CUDA replays a whole step as one graph: on the CPU these variants would profile a
 # compiled step that no run of the suite measures.
-CUDA_ONLY = {"step reduce-overhead": "the whole step is captured as one CUDA graph, which "
-                                     "needs CUDA; nothing to profile on the CPU"}
+CAPTURED = ("the whole step is captured as one CUDA graph, which needs CUDA; nothing to "
+            "profile on the CPU")
+CUDA_ONLY = dict.fromkeys(("step reduce-overhead", "step csr-op tf32"), CAPTURED)
+# Kernel classes by name, the first that matches: cuBLAS / CUTLASS GEMMs, then the CSR
+# aggregation (cuSPARSE, gnnbench's Triton `_spmm`); the rest is elementwise, reductions, the
+# loss and Adam. A COO step's gather / scatter kernels fall under other too: their names
+# (scatter, index_add) are also the loss's and indexing's backward.
+KERNEL_CLASSES = (("gemm", ("gemm", "cutlass", "xmma", "nvjet")),
+                  ("spmm", ("spmm", "csrmm", "cusparse")))
 CPU_NOTE = ("CPU: ATen ops' self time against the wall time of the profiled steps; "
             "Inductor's fused C++ kernels are no ATen ops, so a compiled step's share leaves "
             "them out")
@@ -44,27 +69,37 @@ CPU_NOTE = ("CPU: ATen ops' self time against the wall time of the profiled step
 TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
 
-def train_step(cfg, device: torch.device):
-    """The training step the runner times for `cfg`, as one call."""
+def train_step(cfg, device: torch.device) -> tuple[Callable, floor.Workload | None]:
+    """The training step the runner times for `cfg`, as one call, and what its floor is
+    counted from (None: a step floor.py does not model)."""
     torch.manual_seed(cfg.train.seed)
     task = data.load_task(cfg.dataset, cfg.data_dir, cfg.data_mirror, device)
     trainer = Trainer(cfg, task, device)
+    workload = floor.workload_of(cfg, task, edge_index=trainer.coo[0])
     v = trainer.variants[0]
     if v.step is not None:
-        return v.step
-    return lambda: steps.train_step(v.forward, v.model, v.optimizer, task, trainer.edge_index,
-                                    trainer.edge_weight)
+        return v.step, workload
+    return (lambda: steps.train_step(v.forward, v.model, v.optimizer, task, trainer.edge_index,
+                                     trainer.edge_weight)), workload
 
 
-def measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
-    with matmul_precision(cfg.train.get("precision", "fp32")):
-        return _measure(cfg, device, steps_, warmup)
+def measure(cfg, device: torch.device, steps_: int, warmup: int,
+            hbm_gbps: float = floor.HBM_GBPS, tflops: float | None = None) -> dict:
+    """The profile of `cfg`'s step with its floor: the rates are the H200's unless given."""
+    precision = cfg.train.get("precision", "fp32")
+    with matmul_precision(precision):
+        row, workload = _measure(cfg, device, steps_, warmup)
+    if workload is not None:
+        row.update(floor=asdict(floor.count(workload).summary(
+            floor.rates_for(precision, hbm_gbps, tflops), row.get("wall_ms"))))
+    return row
 
 
-def _measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
+def _measure(cfg, device: torch.device, steps_: int,
+             warmup: int) -> tuple[dict, floor.Workload | None]:
     if cfg.compile:  # a fresh dynamo cache, as each run of the runner starts with
         dynamo.reset()
-    step = train_step(cfg, device)
+    step, workload = train_step(cfg, device)
     for _ in range(warmup):  # compilation, CUDA-graph capture, allocator warm-up
         step()
     synchronize(device)
@@ -85,7 +120,8 @@ def _measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
         busy = sum(e.device_time for e in kernels) / 1e6 / steps_
         return {"wall_ms": wall * 1e3, "kernels_per_step": len(kernels) / steps_,
                 "gpu_busy_ms": busy * 1e3, "gpu_busy_share": busy / wall,
-                "top_kernels": costliest(kernels, steps_, "device_time", "kernel")}
+                "kernel_classes_ms": kernel_classes(kernels, steps_),
+                "top_kernels": costliest(kernels, steps_, "device_time", "kernel")}, workload
     # Self time: an op's time without the ops it calls, so the sum counts every moment once.
     # Recording every op slows a CPU step, so its share is of the profiled steps' wall time.
     ops = [e for e in prof.events() if e.name.startswith("aten::")]
@@ -93,7 +129,22 @@ def _measure(cfg, device: torch.device, steps_: int, warmup: int) -> dict:
     return {"wall_ms": wall * 1e3, "profiled_wall_ms": profiled * 1e3,
             "ops_per_step": len(ops) / steps_, "cpu_op_ms": busy * 1e3,
             "cpu_op_share": busy / profiled,
-            "top_ops": costliest(ops, steps_, "self_cpu_time_total", "op")}
+            "top_ops": costliest(ops, steps_, "self_cpu_time_total", "op")}, workload
+
+
+def kernel_class(name: str) -> str:
+    lowered = name.lower()
+    return next((kind for kind, marks in KERNEL_CLASSES if any(m in lowered for m in marks)),
+                "other")
+
+
+def kernel_classes(kernels: list, steps_: int) -> dict[str, float]:
+    """GPU time per step of each kernel class (KERNEL_CLASSES), the floor's classes."""
+    out = dict.fromkeys(("gemm", "spmm", "other"), 0.0)
+    for e in kernels:
+        kind = kernel_class(e.name)
+        out[kind] += e.device_time / 1e3 / steps_
+    return out
 
 
 def costliest(events: list, steps_: int, time_of: str, label: str,
@@ -135,15 +186,39 @@ def show(row: dict) -> None:
     print(f"{row['case']:24s} {row['variant']:22s} wall {row['wall_ms']:7.3f} ms  "
           f"{'kernels' if cuda else 'ops'} {row[count]:6.1f}  {'GPU busy' if cuda else 'in ops'} "
           f"{row[busy]:7.3f} ms ({row[share]:.0%})", flush=True)
+    show_floor(row, cuda)
     for k in row[top]:
         print(f"    {k['ms_per_step']:7.3f} ms {k['share']:5.1%}  "
               f"{k['kernel' if cuda else 'op'][:100]}")
+
+
+def show_floor(row: dict, cuda: bool) -> None:
+    """The floor line; on CUDA, each kernel class's time against its floor."""
+    if row.get("floor") is None:
+        print("    floor: not counted for this model (benchmarks/floor.py)")
+        return
+    said = floor.Summary(**row.get("floor"))
+    print(f"    {said.said(row.get('wall_ms'), 'GPU wall' if cuda else 'CPU wall')}"
+          f"{'' if cuda else '; the floor is the GPU of --hbm-gbps'}")
+    if cuda:
+        measured = row.get("kernel_classes_ms", {})
+        parts = [f"{kind} {measured.get(kind, 0.0):.3f} ms (floor {low:.3f}-{high:.3f})"
+                 for kind, (low, high) in said.kernel_classes_ms.items()]
+        print(f"    kernels by class: {' | '.join(parts)}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="dataset=cora;experiment=synthetic-arxiv-gcn")
     parser.add_argument("--models", default="gcn,sage")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--hbm-gbps", type=float, default=floor.HBM_GBPS,
+                        help="memory bandwidth of the floor (default: the H200's, as measured "
+                             "by a device-to-device copy)")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="GEMM peak of the floor (default: the H200's datasheet peak for "
+                             "the step's precision: fp32 67, tf32 494, bf16 989)")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps first")
     parser.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
@@ -155,6 +230,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.tiny:
         args.steps, args.warmup = min(args.steps, 3), min(args.warmup, 3)
+    unknown = set(args.variants.split(",")) - set(VARIANTS)
+    if unknown:
+        parser.error(f"--variants: no variant {', '.join(sorted(unknown))}; "
+                     f"choose from: {', '.join(VARIANTS)}")
     return args
 
 
@@ -166,13 +245,15 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for case in args.cases.split(";"):
         for model in args.models.split(","):
-            for variant, extra in VARIANTS.items():
+            for variant in args.variants.split(","):
+                extra = VARIANTS.get(variant, ())
                 cfg = config.compose_config([*overrides_of(case, model, args), *extra])
                 row = {"case": f"{cfg.model.name}/{cfg.dataset.name}", "variant": variant}
                 if variant in CUDA_ONLY and device.type != "cuda":
                     row.update(skipped=CUDA_ONLY[variant])
                 else:
-                    row.update(measure(cfg, device, args.steps, args.warmup))
+                    row.update(measure(cfg, device, args.steps, args.warmup, args.hbm_gbps,
+                                       args.peak_tflops))
                 rows.append(row)
                 show(row)
     if args.out:
