@@ -153,3 +153,21 @@ def test_a_ladder_raises_the_recompile_limit_for_its_run_only():
     assert compilation.recompile_limit() == before
     with compilation.recompile_limit_at_least(1), compilation.recompile_limit_at_least(None):
         assert compilation.recompile_limit() == before  # never lowered
+
+
+def test_prefetching_collates_in_workers_and_trains_the_same_batches(tmp_path):
+    """train.prefetch=true: the training batches come from DataLoader worker processes, in
+    the order of the same seeded sampler, so eager training is the same epoch for epoch."""
+    def run(name: str, *overrides: str):
+        cfg = make_config([f"data_dir={tmp_path / 'data'}", *SMALL, "dataset.num_graphs=200",
+                           "train.epochs=2", "train.warmup_epochs=1", *overrides])
+        result = run_experiment(cfg, tmp_path / name)
+        assert result.status == "ok", result.reason
+        return result
+
+    plain, ahead = run("plain"), run("ahead", "train.prefetch=true")
+    assert ahead.batching.get("prefetch") is True and ahead.batching.get("loader_workers") >= 1
+    assert plain.batching.get("loader_workers") == 0
+    assert [e.loss for e in ahead.epochs] == pytest.approx([e.loss for e in plain.epochs],
+                                                           rel=1e-6)
+    assert "prefetching worker(s)" in format_summary(ahead)

@@ -62,8 +62,10 @@ def format_summary(result: Record, where: str | None = None) -> str:
         if t.has("sample_s"):
             stage = {name: Spread.model_validate(t.get(f"{name}_s"))
                      for name in ("sample", "transfer", "compute")}
+            workers = batching.get("loader_workers")
+            ahead = f", {workers} prefetching worker(s)" if workers else ""
             lines.append(f"  per epoch ({batching.get('batches_per_epoch')} batches, "
-                         f"{batching.get('sampler')} sampler): sampling "
+                         f"{batching.get('sampler')} sampler{ahead}): sampling "
                          f"{_ms(stage['sample'].median)}, transfer "
                          f"{_ms(stage['transfer'].median)}, compute "
                          f"{_ms(stage['compute'].median)}")

@@ -15,10 +15,16 @@ How batches meet the (compiled) model is `train.shape_policy`:
   padding rows, so buckets need a model without it (config/validate.py).
 
 The training split is shuffled by a generator seeded with `train.seed`; evaluation batches
-(validation and test, in order) are collated, moved and padded once, before training."""
+(validation and test, in order) are collated, moved and padded once, before training.
+`train.prefetch=true` collates the training batches in DataLoader worker processes (kept
+for the run, into pinned memory) while the step trains: PyG's collation of a batch of small
+graphs costs about as much host time as a compiled step, so without it an epoch is bound
+by the loader whatever the model does. The order of batches is the sampler's, drawn in
+this process: the same batches, prefetched or not."""
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import torch
@@ -56,6 +62,12 @@ def ladder(sizes: list[int], edges: list[int], batch_size: int, seed: int,
     bound = (int(n.topk(min(batch_size, len(sizes))).values.sum()),
              int(e.topk(min(batch_size, len(edges))).values.sum()))
     return Buckets.from_sizes(probes, seeds=0, bound=bound, align=16)
+
+
+def loader_workers() -> int:
+    """Collating processes for a prefetching loader: up to 4, leaving a core to the process
+    that launches the steps (one on a 2-core machine)."""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
 class Inputs(NamedTuple):
@@ -104,8 +116,12 @@ class GraphBatchTrainer(TrainerBase):
             # evaluation (another grad mode: other guards).
             self.recompile_bound = 2 * (len(self.buckets.shapes) + 1)
         generator = torch.Generator().manual_seed(int(train.seed))
+        workers = loader_workers() if train.get("prefetch") else 0
         self.loader = DataLoader(train_graphs, batch_size=self.batch_size, shuffle=True,
-                                 generator=generator)
+                                 generator=generator, num_workers=workers,
+                                 persistent_workers=workers > 0,
+                                 pin_memory=workers > 0 and device.type == "cuda")
+        self.loader_epochs = 0
         self.labels = {split: torch.cat([graphs[i].y for i in task.splits[split].tolist()])
                        for split in EVAL_SPLITS}
         self.eval_batches = {split: [self._inputs(b) for b in DataLoader(
@@ -114,9 +130,20 @@ class GraphBatchTrainer(TrainerBase):
         self.graph = {"layout": "coo", "convert_s": 0.0}
         self.batching = {"mode": "graphs", "sampler": "pyg DataLoader",
                          "batch_size": self.batch_size, "batches_per_epoch": len(self.loader),
-                         "shape_policy": self.policy,
+                         "shape_policy": self.policy, "prefetch": workers > 0,
+                         "loader_workers": workers,
                          "buckets": [list(s) for s in self.buckets.shapes]
                          if self.buckets is not None else None}
+
+    def _epoch_batches(self) -> DataLoader:
+        """The loader, for one epoch's iteration. A DataLoader draws its workers' base seed
+        from the shuffling generator each time a fresh iterator starts: every epoch without
+        workers, only the first with persistent ones. That draw is made here for their later
+        epochs, so the generator yields the same permutations, prefetched or not."""
+        if self.loader_epochs and self.loader.persistent_workers:
+            torch.empty((), dtype=torch.int64).random_(generator=self.loader.generator)
+        self.loader_epochs += 1
+        return self.loader
 
     def _prepared(self, graph: Data) -> Data:
         """The edges (and weights) the model consumes, computed once per graph before
@@ -176,7 +203,8 @@ class GraphBatchTrainer(TrainerBase):
             v.optimizer.step()
             return loss.detach()
 
-        total, count = train_batches(timer, self.loader, self._inputs, step, self.device)
+        total, count = train_batches(timer, self._epoch_batches(), self._inputs, step,
+                                     self.device)
         scores = timer.measure("eval_s", lambda: self._evaluate(v))
         acc = self._scores(scores)
         return {**batches_row(epoch, total, count, timer.read()), "train_acc": None,
