@@ -10,6 +10,7 @@ import torch
 from conftest import make_config
 
 from gnnbench.data.synthetic_graphs import generate_graphs, random_split
+from gnnbench.records import store
 from gnnbench.report.markdown import shapes_markdown
 from gnnbench.report.rows import build_rows, columns
 from gnnbench.report.summary import format_summary
@@ -171,3 +172,47 @@ def test_prefetching_collates_in_workers_and_trains_the_same_batches(tmp_path):
     assert [e.loss for e in ahead.epochs] == pytest.approx([e.loss for e in plain.epochs],
                                                            rel=1e-6)
     assert "prefetching worker(s)" in format_summary(ahead)
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_process_group_stops_a_prefetching_run_cleanly(tmp_path):
+    """SIGTERM sent to the whole process group (as `timeout`, SLURM or a terminal's Ctrl-C
+    send it) reaches the loader's worker processes too: they leave it to the run, which
+    saves an interrupted record and exits 143 without a worker's error, and no worker
+    outlives it."""
+    import os
+    import signal
+    import time
+
+    from support.processes import start, wait_for_line
+
+    proc = start([*SMALL, f"data_dir={tmp_path / 'data'}", "train.prefetch=true",
+                  "train.epochs=300", "train.warmup_epochs=1"], tmp_path,
+                 start_new_session=True)
+    wait_for_line(proc.stderr, "epoch 1/300")
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "DataLoader worker" not in err
+    [path] = (tmp_path / "outputs").rglob("results.json")
+    record = store.read(path)
+    assert record.status == "interrupted" and "SIGTERM" in record.reason
+    assert record.batching.get("loader_workers") >= 1 and len(record.epochs) >= 1
+    deadline = time.monotonic() + 15
+    while _alive_in_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive_in_group(proc.pid), "a loader worker outlived its run"
+
+
+def _alive_in_group(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies aside)."""
+    from pathlib import Path
+
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False

@@ -20,11 +20,15 @@ The training split is shuffled by a generator seeded with `train.seed`; evaluati
 for the run, into pinned memory) while the step trains: PyG's collation of a batch of small
 graphs costs about as much host time as a compiled step, so without it an epoch is bound
 by the loader whatever the model does. The order of batches is the sampler's, drawn in
-this process: the same batches, prefetched or not."""
+this process: the same batches, prefetched or not. Signals are the main process's: a
+worker ignores Ctrl-C and SIGTERM sent to the whole process group (a terminal's Ctrl-C,
+`timeout`, SLURM), which would otherwise kill it and make the DataLoader raise inside
+whatever the main process was doing while it saved the interrupted run."""
 
 from __future__ import annotations
 
 import os
+import signal
 from typing import NamedTuple
 
 import torch
@@ -68,6 +72,13 @@ def loader_workers() -> int:
     """Collating processes for a prefetching loader: up to 4, leaving a core to the process
     that launches the steps (one on a 2-core machine)."""
     return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+def _leave_signals_to_the_run(_: int) -> None:
+    """In a loader worker: the run's process handles Ctrl-C and SIGTERM (its loop saves the
+    record) and ends the workers; a worker outlives neither (it watches its parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 class Inputs(NamedTuple):
@@ -117,10 +128,13 @@ class GraphBatchTrainer(TrainerBase):
             self.recompile_bound = 2 * (len(self.buckets.shapes) + 1)
         generator = torch.Generator().manual_seed(int(train.seed))
         workers = loader_workers() if train.get("prefetch") else 0
+        if workers:  # a batch's dozen tensors through shared-memory files, not a socket
+            # handshake for each tensor's file descriptor (torch's default)
+            torch.multiprocessing.set_sharing_strategy("file_system")
         self.loader = DataLoader(train_graphs, batch_size=self.batch_size, shuffle=True,
                                  generator=generator, num_workers=workers,
                                  persistent_workers=workers > 0,
-                                 pin_memory=workers > 0 and device.type == "cuda")
+                                 worker_init_fn=_leave_signals_to_the_run if workers else None)
         self.loader_epochs = 0
         self.labels = {split: torch.cat([graphs[i].y for i in task.splits[split].tolist()])
                        for split in EVAL_SPLITS}
