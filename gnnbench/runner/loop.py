@@ -130,17 +130,18 @@ def train_epochs(cfg: DictConfig, device: torch.device, record: Record,
             synchronize(device)
             started = time.perf_counter()
             unit = trainer.epochs_from(first)
+            synchronize(device)
+            # The whole epoch as a user's loop would see it: train, eval and the metric
+            # reads. The runner's own work after it (recompilations, progress, checks) is
+            # `bookkeeping_s`.
+            wall_s = (time.perf_counter() - started) / len(unit)
+            kept = time.perf_counter()
             if recorder is not None:  # a group's recompilations counted at its first epoch
                 before = rows[-1].get("recompiles") if rows else 0
                 for i, row in enumerate(unit):
                     count = recorder.recompiles()
                     row.update(recompiles=count,
                                recompiles_this_epoch=count - before if i == 0 else 0)
-            synchronize(device)
-            # The whole epoch as a user's loop would see it: train, eval and the metric
-            # reads. The runner's own work after it (progress, checks) is `bookkeeping_s`.
-            wall_s = (time.perf_counter() - started) / len(unit)
-            kept = time.perf_counter()
             for row in unit:
                 row.update(epoch_wall_s=wall_s)
                 rows.append(row)
