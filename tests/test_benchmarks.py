@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import torch
 from support.processes import run
 
 from gnnbench import config
@@ -210,3 +211,29 @@ def test_kernels_are_told_apart_by_name():
     assert profile_step.kernel_class(
         "triton_poi_fused__native_batch_norm_legit_functional_native_dropout_backward_4"
     ) == "other"
+
+
+def test_bookkeeping_measures_the_runners_own_work_per_epoch(tmp_path):
+    """The runner's loop and a bare loop over stand-ins that return at once: the difference
+    is the bookkeeping, per epoch and at the run's end, both finite and non-negative."""
+    out = bench(tmp_path, "bookkeeping")
+    assert out["command"].startswith("python -m gnnbench.benchmarks.bookkeeping")
+    assert (out["epochs"], out["rounds"]) == (20, 2) and len(out["per_epoch_us_rounds"]) == 2
+    for key in ("bare_epoch_us", "per_epoch_us", "at_end_us", "amortised_us"):
+        assert number(out[key]) and out[key] > 0, key
+
+
+def test_the_stand_ins_leave_the_steps_as_they_were():
+    """Measuring the bookkeeping swaps the steps and the trainer's construction for the
+    length of the measurement only."""
+    from gnnbench import data
+    from gnnbench.benchmarks import bookkeeping
+    from gnnbench.runner import loop
+    from gnnbench.training import steps
+
+    before = (steps.train_step, steps.predict, steps.split_accuracy, data.load_task,
+              loop.make_trainer)
+    with bookkeeping.trivial_work(torch.device("cpu")) as work:
+        assert steps.train_step(None) is work.loss and not work.stamps[1:]
+    assert (steps.train_step, steps.predict, steps.split_accuracy, data.load_task,
+            loop.make_trainer) == before

@@ -209,6 +209,19 @@ def test_a_huge_learning_rate_ends_as_diverged_at_the_first_bad_epoch(run_in):
     assert bad < 49
 
 
+def test_an_epoch_row_of_the_wrong_type_fails_the_run_keeping_the_epochs_before_it():
+    """Epoch rows are validated once, after the loop: a row a trainer got wrong (a bug) is
+    still an error, and the record keeps the epochs before it."""
+    from gnnbench.runner import loop
+
+    good = {"epoch": 0, "loss": 1.0, "train_s": 0.1, "eval_s": 0.01}
+    rows = [good, {**good, "epoch": 1}, {**good, "epoch": 2, "loss": "1.0"}, good]
+    kept, invalid = loop._validated(rows)
+    assert [r.epoch for r in kept] == [0, 1] and invalid is not None
+    assert "loss" in str(invalid)
+    assert loop._validated(rows[:2])[1] is None
+
+
 # --- 7. Full disk, 10. unwritable output folder -------------------------------------------
 
 def _in_small_tmpfs(tmp_path: Path, size: str, script: str) -> subprocess.CompletedProcess:

@@ -1,12 +1,16 @@
 """Does measuring cost anything? The same model trained by a bare PyG loop and by
 gnnbench's runner, in one process, rounds interleaved, compared on the median wall time of
 an epoch (train step + inference + accuracy read-out, device-synchronised at the epoch's
-ends only in the bare loop, as a user would time it).
+ends only in the bare loop, as a user would time it). Then the runner's bookkeeping on its
+own (benchmarks/bookkeeping.py: the same loops with the work replaced by stand-ins), in µs
+per epoch and as a share of the bare epoch: a difference of a few tens of µs is lost in
+the noise of whole epochs.
 
     python -m gnnbench.benchmarks.overhead --device cuda --out results/overhead-h200.json
 
-`--tiny` (to check that it runs): Cora only, 2 rounds of 3 epochs after 1 warm-up, unless
-those flags are given; an arxiv-size case asked for is shrunk to 2,000 nodes.
+`--tiny` (to check that it runs): Cora only, 2 rounds of 3 epochs after 1 warm-up (and of
+20 for the bookkeeping), unless those flags are given; an arxiv-size case asked for is
+shrunk to 2,000 nodes.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench import config, data, models
-from gnnbench.benchmarks import parse_with_tiny
+from gnnbench.benchmarks import bookkeeping, parse_with_tiny
 from gnnbench.measure import dynamo, stats
 from gnnbench.measure.timer import synchronize
 from gnnbench.runner import run_experiment
@@ -30,7 +34,7 @@ from gnnbench.training import compilation
 from gnnbench.training.optim import make_optimizer
 
 CASES = {"cora": ("dataset=cora",), "arxiv-size": ("experiment=synthetic-arxiv-gcn",)}
-TINY = {"cases": "cora", "rounds": 2, "epochs": 3, "warmup": 1}
+TINY = {"cases": "cora", "rounds": 2, "epochs": 3, "warmup": 1, "bookkeeping_epochs": 20}
 TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
 
@@ -72,6 +76,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--bookkeeping-epochs", type=int, default=200,
+                        help="epochs of each run that measures the bookkeeping on its own")
     parser.add_argument("--data-mirror", default=None)
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
     parser.add_argument("--tiny", action="store_true", help="a few short rounds on Cora")
@@ -109,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
                 per_round.append((statistics.median(round_runner)
                                   / statistics.median(round_bare) - 1) * 100)
             b, r = statistics.median(bare), statistics.median(runner)
+            own = bookkeeping.measure(cfg, device, args.bookkeeping_epochs, args.rounds)
             lo, hi = stats.bootstrap_ratio_ci(runner, bare)
             # A round's epochs share the machine's state of the moment, so the rounds, not
             # the epochs, are the independent samples: the CI over rounds is the honest one.
@@ -120,12 +127,14 @@ def main(argv: list[str] | None = None) -> None:
                          "round_median_overhead_pct": statistics.median(per_round),
                          "round_median_ci95_pct": [round_lo, round_hi],
                          "bare": stats.summarize(bare),
-                         "runner": stats.summarize(runner)})
+                         "runner": stats.summarize(runner), "bookkeeping": own,
+                         "bookkeeping_pct_of_bare_epoch": own.get("amortised_us") / (b * 1e4)})
             print(f"{case:10s} {'compiled' if compiled else 'eager':8s} bare {b * 1e3:8.3f} ms  "
                   f"runner {r * 1e3:8.3f} ms  overhead {rows[-1]['overhead_pct']:+.1f} % "
                   f"(epoch-pooled ratio CI {lo:.3f}-{hi:.3f}); per round: median "
                   f"{statistics.median(per_round):+.1f} % [CI {round_lo:+.1f}..{round_hi:+.1f}], "
                   f"range {min(per_round):+.1f}..{max(per_round):+.1f} %", flush=True)
+            print(f"{'':19s} {bookkeeping.describe(own, b)}", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": "python -m gnnbench.benchmarks.overhead",

@@ -45,8 +45,8 @@ class EpochTimer:
         self._pool: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def measure(self, name: str, fn: Callable[[], T]) -> T:
-        self.seconds.setdefault(name, 0.0)
         if self.cuda:
+            self.seconds.setdefault(name, 0.0)
             if len(self._pool) == len(self.events):
                 self._pool.append((torch.cuda.Event(enable_timing=True),
                                    torch.cuda.Event(enable_timing=True)))
@@ -58,7 +58,8 @@ class EpochTimer:
             return result
         started = time.perf_counter()
         result = fn()
-        self.seconds[name] += time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        self.seconds[name] = self.seconds.get(name, 0.0) + elapsed
         return result
 
     def read(self) -> dict[str, float]:

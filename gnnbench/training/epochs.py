@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -34,15 +35,21 @@ from gnnbench.training.precision import autocast, forward_in
 TWIN_PREFIX = "eager_"
 TIMED_STAGES = ("train_s", "eval_s")
 ROW_SPLITS = ("train", "val", "test")
+ROW_KEYS = ("loss", *TIMED_STAGES, *(f"{split}_acc" for split in ROW_SPLITS))
+
+
+_STAGE_SECONDS = operator.itemgetter(*TIMED_STAGES)
+_SPLIT_ACCURACIES = operator.itemgetter(*ROW_SPLITS)
 
 
 def epoch_row(loss: float, seconds: dict[str, float], acc: dict[str, float],
               prefix: str = "") -> dict:
     """An epoch's figures as its record holds them: the loss, the train and eval seconds
-    and each split's accuracy, every key under `prefix` (`eager_`: a paired run's twin)."""
-    row = {"loss": loss, **{stage: seconds[stage] for stage in TIMED_STAGES},
-           **{f"{split}_acc": acc[split] for split in ROW_SPLITS}}
-    return {f"{prefix}{k}": v for k, v in row.items()}
+    and each split's accuracy, every key under `prefix` (`eager_`: a paired run's twin).
+    Built in one go (it runs between every two epochs)."""
+    row = dict(zip(ROW_KEYS, (loss, *_STAGE_SECONDS(seconds), *_SPLIT_ACCURACIES(acc)),
+                   strict=True))
+    return {f"{prefix}{k}": v for k, v in row.items()} if prefix else row
 
 
 BATCH_STAGES = ("sample_s", "transfer_s", "compute_s")
@@ -140,6 +147,7 @@ class Trainer(TrainerBase):
 
     def __init__(self, cfg: DictConfig, task: Task, device: torch.device) -> None:
         self.cfg, self.task, self.device = cfg, task, device
+        self.seed = cfg.train.seed  # read every epoch of a pair: a config lookup costs µs
         self.precision = cfg.train.get("precision", "fp32")
         edge_index, edge_weight = models.graph_inputs(cfg.model, task.edge_index,
                                                       task.num_nodes)
@@ -296,11 +304,12 @@ class Trainer(TrainerBase):
 
     def epoch(self, epoch: int) -> dict:
         """One epoch of every variant, who goes first alternating; the epoch's record."""
+        if len(self.variants) == 1:
+            return {"epoch": epoch, **self._epoch_of(self.variants[0])}
         record: dict = {"epoch": epoch}
         order = self.variants if epoch % 2 == 0 else self.variants[::-1]
-        for variant in order:
-            if len(self.variants) > 1:  # the same dropout stream for both models of a pair
-                torch.manual_seed(self.cfg.train.seed * 100_003 + epoch)
+        for variant in order:  # the same dropout stream for both models of a pair
+            torch.manual_seed(self.seed * 100_003 + epoch)
             record.update(self._epoch_of(variant))
         return record
 
