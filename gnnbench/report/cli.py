@@ -73,12 +73,17 @@ def write_report(folders: list[Path], out: Path | None = None, log_to_wandb: boo
 
 
 def completeness(folders: list[Path], runs: list[Record]) -> str:
-    """A warning section for sweeps with jobs that left no record or were interrupted."""
+    """A warning section for sweeps with jobs that left no record or were interrupted. A
+    sweep is named by its path from the parent of the first folder reported on (for a
+    report over one sweep: the sweep's own name), so a report read or remade in another
+    place or from another directory says the same."""
     lines = []
+    base = Path(folders[0]).resolve().parent if folders else Path.cwd()
     for p in sweep.progress(folders, runs):
         if not (p.missing or p.interrupted):
             continue
-        lines.append(f"\n**Sweep incomplete: {p.sweep}** ({p.planned} jobs planned; "
+        where = os.path.relpath(Path(p.sweep).resolve(), base)
+        lines.append(f"\n**Sweep incomplete: {where}** ({p.planned} jobs planned; "
                      f"{len(p.missing)} without a record, {len(p.interrupted)} "
                      "interrupted). Re-run its command with `hydra.sweep.dir=` that folder to "
                      "finish it; jobs with a final record are kept.\n")
