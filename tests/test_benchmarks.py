@@ -181,16 +181,17 @@ def test_a_goal_is_met_only_by_its_whole_interval_and_none_without_one():
     assert "no measurable" not in limits._interval(rows["a"].speedup)  # [1.9-2.2]
 
 
-def test_profile_step_puts_the_floor_beside_each_step(tmp_path):
+def test_profile_step_puts_the_floor_beside_each_step(tmp_path, capsys):
     """One eager step of the tiny arxiv-size GCN on the CPU, with its floor and the share of
     it reached, said to be against the CPU's wall; the final step's variant needs CUDA."""
     out = tmp_path / "profile.json"
-    proc = run(["--tiny", "--device", "cpu", "--cases", "experiment=synthetic-arxiv-gcn",
-                "--models", "gcn", "--variants", "eager,step csr-op tf32", "--out", str(out)],
-               tmp_path, module="gnnbench.benchmarks.profile_step")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "    floor " in proc.stdout and "CPU wall" in proc.stdout
-    assert "of it (floor / wall)" in proc.stdout
+    # In this process (eager only: nothing compiles), as the command's own main runs it.
+    profile_step.main(["--tiny", "--device", "cpu", "--cases", "experiment=synthetic-arxiv-gcn",
+                       "--models", "gcn", "--variants", "eager,step csr-op tf32",
+                       "--data-dir", str(tmp_path / "data"), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "    floor " in printed and "CPU wall" in printed
+    assert "of it (floor / wall)" in printed
     eager, final = json.loads(out.read_text())["rows"]
     said = eager["floor"]
     assert interval(said["ms"]) and interval(said["bytes"]) and said["hbm_gbps"] == 4300
@@ -216,7 +217,12 @@ def test_kernels_are_told_apart_by_name():
 def test_bookkeeping_measures_the_runners_own_work_per_epoch(tmp_path):
     """The runner's loop and a bare loop over stand-ins that return at once: the difference
     is the bookkeeping, per epoch and at the run's end, both finite and non-negative."""
-    out = bench(tmp_path, "bookkeeping")
+    from gnnbench.benchmarks import bookkeeping
+
+    path = tmp_path / "bookkeeping.json"  # in this process: the runner's loop, eager
+    bookkeeping.main(["--tiny", "--device", "cpu", "--data-dir", str(tmp_path / "data"),
+                      "--out", str(path)])
+    out = json.loads(path.read_text())
     assert out["command"].startswith("python -m gnnbench.benchmarks.bookkeeping")
     assert (out["epochs"], out["rounds"]) == (20, 2) and len(out["per_epoch_us_rounds"]) == 2
     for key in ("bare_epoch_us", "per_epoch_us", "at_end_us", "amortised_us"):

@@ -93,7 +93,7 @@ def test_unreachable_wandb_falls_back_to_offline_once(tmp_path):
     env = {**os.environ, "WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": "http://127.0.0.1:9",
            "WANDB_DIR": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "gnnbench", "wandb.mode=online", "wandb.init_timeout_s=8",
+        [sys.executable, "-m", "gnnbench", "wandb.mode=online", "wandb.init_timeout_s=3",
          *QUICK], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
         stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
