@@ -17,7 +17,8 @@ How batches meet the (compiled) model is `train.shape_policy`:
 The training split is shuffled by a generator seeded with `train.seed`; evaluation batches
 (validation and test, in order) are collated, moved and padded once, before training.
 `train.prefetch=true` collates the training batches in DataLoader worker processes (kept
-for the run, into pinned memory) while the step trains: PyG's collation of a batch of small
+for the run; no pin-memory thread, whose unpickling competed with the step for the GIL)
+while the step trains: PyG's collation of a batch of small
 graphs costs about as much host time as a compiled step, so without it an epoch is bound
 by the loader whatever the model does. The order of batches is the sampler's, drawn in
 this process: the same batches, prefetched or not. Signals are the main process's: a
