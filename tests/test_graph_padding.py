@@ -54,6 +54,16 @@ def unpadded(batch) -> Inputs:
                   batch.y, (n, e), int(batch.num_graphs))
 
 
+def assert_same_step(got: tuple, expected: tuple, *tolerances: tuple[float, float]) -> None:
+    """(loss, logits, gradients) against the expected ones, each with its (rtol, atol)."""
+    (loss, logits, grads), (e_loss, e_logits, e_grads) = got, expected
+    (r0, a0), (r1, a1), (r2, a2) = tolerances
+    torch.testing.assert_close(loss, e_loss, rtol=r0, atol=a0)
+    torch.testing.assert_close(logits, e_logits, rtol=r1, atol=a1)
+    for key, grad in e_grads.items():
+        torch.testing.assert_close(grads[key], grad, rtol=r2, atol=a2)
+
+
 def test_padded_graph_batches_give_the_unpadded_loss_and_gradients(trainer):
     model = copy.deepcopy(trainer.variants[0].model).double()
     batches = list(trainer.loader)
@@ -62,12 +72,9 @@ def test_padded_graph_batches_give_the_unpadded_loss_and_gradients(trainer):
         plain, padded = unpadded(batch), trainer._inputs(batch)
         assert padded.x.size(0) > plain.x.size(0)  # at least the padding node
         assert padded.num_graphs == padded.y.numel() == trainer.batch_size + 1
-        loss, logits, grads = loss_and_grads(model, model, plain, torch.float64)
-        p_loss, p_logits, p_grads = loss_and_grads(model, model, padded, torch.float64)
-        torch.testing.assert_close(p_loss, loss, rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(p_logits, logits, rtol=1e-12, atol=1e-12)
-        for key, grad in grads.items():
-            torch.testing.assert_close(p_grads[key], grad, rtol=1e-10, atol=1e-12)
+        assert_same_step(loss_and_grads(model, model, padded, torch.float64),
+                         loss_and_grads(model, model, plain, torch.float64),
+                         (1e-12, 1e-12), (1e-12, 1e-12), (1e-10, 1e-12))
 
 
 @pytest.mark.slow
@@ -80,9 +87,6 @@ def test_compiled_gin_matches_eager_on_padded_graph_batches(trainer):
     batches = list(trainer.loader)
     for batch in (batches[0], batches[-1]):
         inputs = trainer._inputs(batch)
-        loss, logits, grads = loss_and_grads(model, model, inputs, torch.float32)
-        c_loss, c_logits, c_grads = loss_and_grads(twin, compiled, inputs, torch.float32)
-        torch.testing.assert_close(c_loss, loss, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(c_logits, logits, rtol=1e-5, atol=1e-5)
-        for key, grad in grads.items():
-            torch.testing.assert_close(c_grads[key], grad, rtol=1e-4, atol=1e-5)
+        assert_same_step(loss_and_grads(twin, compiled, inputs, torch.float32),
+                         loss_and_grads(model, model, inputs, torch.float32),
+                         (1e-5, 1e-6), (1e-5, 1e-5), (1e-4, 1e-5))
