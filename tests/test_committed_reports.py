@@ -33,3 +33,16 @@ def test_each_committed_report_is_what_its_records_give(folder):
     assert (folder / "report.md").read_text() == markdown
     with open(folder / "report.csv", newline="") as committed:
         assert committed.read() == table
+
+
+def test_a_report_over_an_incomplete_sweep_reads_the_same_wherever_it_is_remade(tmp_path):
+    """The incomplete sweep is named by its path from the reported folder's parent, not by
+    an absolute path: a copy of the folder anywhere else gives the committed report."""
+    import shutil
+
+    folder = RESULTS / "h200-graphs-4" / "gin-prefetch-3"
+    copy = tmp_path / "elsewhere" / folder.name
+    shutil.copytree(folder, copy)
+    markdown = render([copy], folder.name)[2]
+    assert "**Sweep incomplete: gin-prefetch-3**" in markdown and str(tmp_path) not in markdown
+    assert markdown == (folder / "report.md").read_text()

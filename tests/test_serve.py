@@ -100,4 +100,17 @@ def test_padded_requests_meet_only_shapes_warmed_before_timing():
         assert answer(model, r).shape == (4,)
     seen = {requests.next().shape for _ in range(40)}
     assert seen <= set(requests.buckets.shapes)
-    assert Requests(graph, x, None, [5, 3], 4, seed=1).rung_requests() == []
+    plain = Requests(graph, x, None, [5, 3], 4, seed=1)
+    assert plain.rung_requests() == []
+
+    from gnnbench.runner.serving import _warm_shapes
+
+    met = []  # what a padded server runs before timing: each shape three times
+
+    def forward(x, edge_index, edge_weight):
+        met.append((x.size(0), edge_index.size(1)))
+        return model(x, edge_index)
+
+    assert _warm_shapes(forward, requests, torch.device("cpu")) > 0
+    assert sorted(met) == sorted(requests.buckets.shapes * 3)
+    assert _warm_shapes(forward, plain, torch.device("cpu")) is None

@@ -131,9 +131,11 @@ def main(argv: list[str] | None = None) -> None:
                          "bookkeeping_pct_of_bare_epoch": own.get("amortised_us") / (b * 1e4)})
             print(f"{case:10s} {'compiled' if compiled else 'eager':8s} bare {b * 1e3:8.3f} ms  "
                   f"runner {r * 1e3:8.3f} ms  overhead {rows[-1]['overhead_pct']:+.1f} % "
-                  f"(epoch-pooled ratio CI {lo:.3f}-{hi:.3f}); per round: median "
-                  f"{statistics.median(per_round):+.1f} % [CI {round_lo:+.1f}..{round_hi:+.1f}], "
-                  f"range {min(per_round):+.1f}..{max(per_round):+.1f} %", flush=True)
+                  f"(epoch-pooled ratio CI {lo:.3f}-{hi:.3f}, epoch noise only); per round "
+                  f"(each a run): median {statistics.median(per_round):+.1f} % "
+                  f"[CI {round_lo:+.1f}..{round_hi:+.1f}]"
+                  + (": no measurable difference" if round_lo <= 0 <= round_hi else "")
+                  + f", range {min(per_round):+.1f}..{max(per_round):+.1f} %", flush=True)
             print(f"{'':19s} {bookkeeping.describe(own, b)}", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
