@@ -119,6 +119,12 @@ def test_limits_measures_each_part_against_eager(tmp_path):
         assert goal["met"] or goal["missed_by"] > 0
         if part == "step":  # a millisecond goal: the step's floor beside it
             assert interval(result["floor"]["ms"]) and interval(result["floor"]["share"])
+        else:  # a speedup goal: what bounds it, from the same runs' stage times
+            assert "at most" in result["bound"] or "needs an epoch" in result["bound"]
+    minibatch = next(iter(out["results"]["minibatch"].values()))
+    assert minibatch["goal"]["best"] != "eager tf32 prefetch"  # a control, never the best
+    alone = minibatch["compile_alone"]["compiled tf32 prefetch"]
+    assert alone["over"] == "eager tf32 prefetch" and number(alone["speedup"])
 
 
 @pytest.mark.slow
@@ -179,6 +185,34 @@ def test_a_goal_is_met_only_by_its_whole_interval_and_none_without_one():
                                     n_eager=8, n=8)
     assert limits._interval(crossing).endswith(": no measurable difference")
     assert "no measurable" not in limits._interval(rows["a"].speedup)  # [1.9-2.2]
+
+
+def test_limits_bounds_a_speedup_goal_by_the_stages_it_measured():
+    """Neighbour batches: an epoch takes at least the longer of sampling and the step, so
+    eager's epoch over that is the most any variant can reach; whole epochs: the goal's
+    epoch time against the train step alone. A subset of variants keeps eager."""
+    from gnnbench.benchmarks import limits
+
+    def row(ms, **stages):
+        return limits.Row(outcome="ok", n=4, median_ms=ms, stages_ms=stages)
+
+    rows = {"eager": row(100.0, train_ms=100.0, sample_ms=20.0, transfer_ms=5.0,
+                         compute_ms=75.0),
+            "fast": row(40.0, train_ms=40.0, sample_ms=10.0, compute_ms=30.0)}
+    said = limits.batches_bound(rows, "fast")
+    assert "sampling and gathering 25 + step 75" in said and "(2.50x eager's)" in said
+    assert said.endswith("(30 ms): at most 3.33x")  # 100 / max(25, 30)
+    rows = {"eager": row(2.7, train_ms=2.0), "whole-step": row(0.5, train_ms=0.16),
+            "whole-epoch x10": row(0.21, train_ms=0.21)}
+    said = limits.epochs_bound(rows, "whole-epoch x10", 20.0)
+    assert "of 0.135 ms" in said and said.endswith("0.160 ms, more than the goal leaves "
+                                                   "for the whole epoch")
+    assert limits.epochs_bound({"eager": rows["eager"]}, "eager", 20.0) is None
+    cases = limits.chosen_variants(limits.CASES, "compiled")
+    assert list(cases["minibatch"].variants) == ["eager", "compiled"]
+    assert cases["minibatch"].controls == {} and list(cases["step"].variants) == ["eager"]
+    with pytest.raises(SystemExit):
+        limits.parse_args(["--variants", "compiled,bogus"])
 
 
 def test_profile_step_puts_the_floor_beside_each_step(tmp_path, capsys):

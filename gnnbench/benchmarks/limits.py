@@ -16,13 +16,27 @@ step:      the arxiv-size graph, 3x256 + batch norm, the train step: eager COO, 
            (csr-triton) in fp32, TF32 and bf16, each in a compiled whole step. Goals: GCN
            <= 2.5 ms, SAGE <= 3 ms.
 minibatch: arxiv-size and products-size SAGE with 15/10/5 neighbour batches, the train
-           epoch: eager, compiled, compiled on padded batches with prefetching. Goals:
-           arxiv-size >= 2x, never below 1x; products-size >= 1.8x.
+           epoch: eager, compiled, compiled with prefetching (exact shapes, or padded to
+           buckets under CUDA graphs), compiled with TF32 and prefetching. Goals:
+           arxiv-size >= 2x, never below 1x; products-size >= 1.8x. A control, eager with
+           TF32 and prefetching, is never held against a goal: the compiled variant over it
+           is compile's own share of what the engineering gives.
+
+What bounds a speedup goal, printed beside it from the same runs' stage times: for
+neighbour batches, the longer of sampling and the best variant's step (no overlap makes
+an epoch shorter); for whole epochs, the epoch time the goal needs against the whole-step
+variant's train step alone.
 
 What bounds a millisecond goal: the step's floor (benchmarks/floor.py, the bytes it must
 move at `--hbm-gbps` and its GEMMs at the best variant's precision), printed beside the goal
 and the measurement, with the share of the floor's speed reached; benchmarks/profile_step.py
 splits the measured kernel time by class against the same floor.
+
+`--settings` and `--variants` run a subset (eager always runs: the others are held
+against it):
+
+    python -m gnnbench.benchmarks.limits --parts minibatch --settings sage/products-size \
+        --variants "compiled,compiled tf32 prefetch,eager tf32 prefetch" --rounds 3
 
 `--tiny` (to check that it runs, e.g. on a CPU): each part's first setting, 6 epochs after
 1 warm-up (5 steady ones: the fewest an interval is given for), one round, the synthetic
@@ -37,7 +51,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -69,6 +83,9 @@ class Case:
     variants: dict[str, Overrides]
     # name -> ("speedup", at least) or ("ms", at most), held by the best variant
     goals: dict[str, tuple[str, float]]
+    # Variants measured for comparison only, never held against a goal (eager ones with
+    # the same engineering), and the compiled variant each tells compile's own share of.
+    controls: dict[str, str] = field(default_factory=dict)  # control -> compiled variant
 
 
 CASES = {
@@ -98,9 +115,14 @@ CASES = {
                   # OGB's products SAGE (3x256, 1,024 seeds a batch, 192 batches an epoch)
                   "sage/products-size": ("workload=synthetic-products", "model=sage")},
         variants={EAGER: (), "compiled": ("compile=true",),
+                  "compiled prefetch": ("compile=true", "train.prefetch=true"),
                   "compiled padded prefetch": ("compile=true", "compiler.mode=reduce-overhead",
-                                               "train.pad_batches=true", "train.prefetch=true")},
-        goals={"sage/arxiv-size": ("speedup", 2.0), "sage/products-size": ("speedup", 1.8)}),
+                                               "train.pad_batches=true", "train.prefetch=true"),
+                  "compiled tf32 prefetch": ("compile=true", "train.precision=tf32",
+                                             "train.prefetch=true"),
+                  "eager tf32 prefetch": ("train.precision=tf32", "train.prefetch=true")},
+        goals={"sage/arxiv-size": ("speedup", 2.0), "sage/products-size": ("speedup", 1.8)},
+        controls={"eager tf32 prefetch": "compiled tf32 prefetch"}),
 }
 TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
@@ -143,6 +165,9 @@ class Row(BaseModel):
     speedup: RoundsSpeedup | None = None
     speedup_per_round: list[float] | None = None
     speedup_per_round_ci95: list[float] | None = None
+    # Median per steady epoch of each timed stage the records hold (ms): train, eval; for
+    # neighbour batches sampling, gathering and the step apart. What a bound is read from.
+    stages_ms: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -233,10 +258,52 @@ def floor_said(goal_ms: float, value_ms: float, summary: floor.Summary) -> str:
     return f"goal {goal_ms:g} ms, {where}; {summary.said(value_ms)}"
 
 
+STAGES = ("train_s", "eval_s", "sample_s", "transfer_s", "compute_s")
+
+
+def stage_medians(rounds: list[list[dict]]) -> dict[str, float]:
+    """Each stage's median over the steady epochs of every round, in ms."""
+    rows = [row for steady in rounds for row in steady]
+    return {k.removesuffix("_s") + "_ms": statistics.median(r.get(k) for r in rows) * 1e3
+            for k in STAGES if rows and all(r.get(k) is not None for r in rows)}
+
+
+def batches_bound(rows: dict[str, Row], best: str) -> str | None:
+    """Neighbour batches: however well sampling overlaps the step, an epoch takes at least
+    the longer of the two; eager's epoch over that is the most any step can give."""
+    eager, mine = rows[EAGER].stages_ms or {}, rows[best].stages_ms or {}
+    if not {"sample_ms", "compute_ms", "train_ms"} <= eager.keys() or "compute_ms" not in mine:
+        return None
+    epoch, step = eager.get("train_ms"), eager.get("compute_ms")
+    sampling = eager.get("sample_ms") + eager.get("transfer_ms", 0.0)
+    best_step = mine.get("compute_ms")
+    floor_ms = max(sampling, best_step)
+    return (f"eager epoch {epoch:.0f} ms = sampling and gathering {sampling:.0f} + step "
+            f"{step:.0f}; {best}: step {best_step:.0f} ms ({step / best_step:.2f}x eager's), "
+            f"waiting for batches {mine.get('sample_ms', 0.0):.0f}; overlapped perfectly, an "
+            f"epoch still takes the longer of sampling and step ({floor_ms:.0f} ms): at most "
+            f"{epoch / floor_ms:.2f}x")
+
+
+def epochs_bound(rows: dict[str, Row], best: str, target: float) -> str | None:
+    """Whole epochs: the goal's epoch time against the captured train step alone (the
+    whole-step variant times it apart from evaluation)."""
+    eager, step = rows[EAGER].median_ms, (rows.get("whole-step") or Row(outcome=None, n=0))
+    train = (step.stages_ms or {}).get("train_ms")
+    if eager is None or train is None:
+        return None
+    needed = eager / target
+    over = ", more than the goal leaves for the whole epoch" if train > needed else ""
+    return (f"{target:g}x needs an epoch (train, eval, metrics) of {needed:.3f} ms; {best} "
+            f"takes {rows[best].median_ms:.3f}; the train step alone (whole-step, one CUDA "
+            f"graph on CUDA) takes {train:.3f} ms{over}")
+
+
 def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: list[str],
              cases: dict[str, Case] = CASES, hbm_gbps: float = floor.HBM_GBPS) -> dict:
     case = cases[part]
     variants = list(case.variants)
+    stage_rounds: dict[str, list[list[dict]]] = {v: [] for v in variants}
     samples: dict[str, list[float]] = {v: [] for v in variants}
     per_round: dict[str, list[float]] = {v: [] for v in variants}
     rounds_of: dict[str, list[list[float]]] = {v: [] for v in variants}
@@ -253,7 +320,9 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
             if result.status != "ok":
                 continue
             # One sample per unit of epochs timed together (capture_epochs groups).
-            steady = [r.get(case.metric) for r in steady_rows(result.epochs, case.warmup)]
+            kept = steady_rows(result.epochs, case.warmup)
+            stage_rounds[variant].append(kept)
+            steady = [r.get(case.metric) for r in kept]
             samples[variant] += steady
             rounds_of[variant].append(steady)
             per_round[variant].append(statistics.median(steady))
@@ -272,6 +341,8 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
             if len(ratios) >= 2:  # a round's epochs share the machine's state: rounds are
                 row.speedup_per_round = ratios  # the independent samples
                 row.speedup_per_round_ci95 = list(stats.bootstrap_median_ci(ratios))
+        if mine:
+            row.stages_ms = stage_medians(stage_rounds[variant])
         rows[variant] = row
         shown = (f"{row.median_ms:9.3f} ms [{row.ci95_ms[0]:.3f}-{row.ci95_ms[1]:.3f}]"
                  if mine else f"{'-':>9}")
@@ -280,8 +351,18 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
         print(f"{part:9s} {name:16s} {variant:24s} {shown}{speed}  {row.outcome}", flush=True)
     out = dict(metric=case.metric, rounds=rounds,
                variants={v: row.model_dump(exclude_unset=True) for v, row in rows.items()})
+    alone = {}
+    for control, compiled in case.controls.items():  # compile's own share, same engineering
+        if rounds_of[control] and rounds_of[compiled]:
+            alone[compiled] = ratio(rounds_of[control], rounds_of[compiled])
+            print(f"{part:9s} {name:16s} {compiled} over {control}: "
+                  f"{alone[compiled].speedup:.2f}x {_interval(alone[compiled])}", flush=True)
+    if alone:
+        out.update(compile_alone={v: {"over": c, **alone[v].model_dump()}
+                                  for c, v in case.controls.items() if v in alone})
     if name in case.goals:
-        found = verdict(case.goals[name], rows)
+        found = verdict(case.goals[name], {v: r for v, r in rows.items()
+                                           if v not in case.controls})
         out.update(goal=found.as_json())
         unit = "x" if case.goals[name][0] == "speedup" else " ms"
         said = ("no variant measured" if found.met is None else
@@ -289,6 +370,12 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
                 ("met" if found.met else f"not met (x{found.missed_by:.2f} off)"))
         print(f"{part:9s} {name:16s} goal {found.goal}: {said}", flush=True)
         kind, target = case.goals[name]
+        said = (None if found.best is None or kind == "ms" else
+                batches_bound(rows, found.best) if part == "minibatch" else
+                epochs_bound(rows, found.best, target))
+        if said is not None:
+            out.update(bound=said)
+            print(f"{part:9s} {name:16s} bound: {said}", flush=True)
         if kind == "ms" and found.best is not None:
             cfg = config.compose_config([*base, *case.variants[found.best], *common])
             counted = step_floor(cfg)
@@ -307,6 +394,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settings", default=None,
                         help="only these settings of the parts (comma-separated names, e.g. "
                              "sage/products-size); default: all")
+    parser.add_argument("--variants", default=None,
+                        help="only these variants besides eager (comma-separated names, e.g. "
+                             "'compiled,compiled tf32 prefetch'); default: all")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--data-dir", default=str(Path(config.project_dir()) / "data"))
@@ -320,12 +410,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.tiny and args.rounds == parser.get_default("rounds"):
         args.rounds = 1
+    for flag, names, known in (
+            ("--parts", args.parts, CASES),
+            ("--settings", args.settings, {n for c in CASES.values() for n in c.settings}),
+            ("--variants", args.variants, {v for c in CASES.values() for v in c.variants})):
+        unknown = set((names or "").split(",")) - set(known) - {""}
+        if unknown:
+            parser.error(f"{flag}: no {', '.join(sorted(unknown))}; choose from: "
+                         f"{', '.join(sorted(known))}")
     return args
+
+
+def chosen_variants(cases: dict[str, Case], names: str | None) -> dict[str, Case]:
+    """`cases` with only eager and the variants `names` lists (None: all of them)."""
+    if names is None:
+        return cases
+    keep = {EAGER, *names.split(",")}
+    return {part: replace(case, variants={v: o for v, o in case.variants.items() if v in keep},
+                          controls={c: v for c, v in case.controls.items()
+                                    if c in keep and v in keep})
+            for part, case in cases.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    cases = tiny_cases() if args.tiny else CASES
+    cases = chosen_variants(tiny_cases() if args.tiny else CASES, args.variants)
     common = [f"train.device={args.device}", "wandb.mode=disabled", f"data_dir={args.data_dir}"]
     if args.data_mirror:
         common.append(f"data_mirror={args.data_mirror}")
