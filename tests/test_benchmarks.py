@@ -158,6 +158,64 @@ def test_profile_step_composes_each_model_of_a_preset_case(tmp_path):
     assert (cora.model.name, cora.dataset.name, cora.train.device) == ("sage", "cora", "cpu")
 
 
+ARXIV_BATCHES = ("workload=synthetic-arxiv train.batching=neighbor train.fanouts=[15,10,5] "
+                 "model.batch_norm=false")
+
+
+def test_profile_step_composes_a_case_of_several_overrides(tmp_path):
+    """A case of several overrides takes `model=` unless it names one (or a preset); --tiny
+    shrinks its generated graph too; a case the checks refuse ends in one line naming it."""
+    args = profile_step.parse_args(["--tiny", "--device", "cpu", "--data-dir", str(tmp_path)])
+    arxiv = config.compose_config(profile_step.overrides_of(ARXIV_BATCHES, "sage", args))
+    assert (arxiv.model.name, arxiv.dataset.name, arxiv.dataset.num_nodes) == (
+        "sage", "synthetic-arxiv", 2000)
+    assert (arxiv.train.batching, list(arxiv.train.fanouts), arxiv.model.batch_norm) == (
+        "neighbor", [15, 10, 5], False)
+    products = config.compose_config(profile_step.overrides_of("workload=synthetic-products",
+                                                               "sage", args))
+    assert (products.model.name, products.train.batching) == ("sage", "neighbor")
+    own = profile_step.overrides_of("dataset=cora model=gat train.batching=neighbor "
+                                    "train.fanouts=[10,5]", "sage", args)
+    assert config.compose_config(own).model.name == "gat" and "model=sage" not in own
+    for variant in ("compiled tf32", "eager tf32"):  # TF32 with neighbour batches passes
+        cfg = profile_step.compose("workload=synthetic-products", "sage", variant, args)
+        assert cfg.train.precision == "tf32"
+    with pytest.raises(SystemExit, match=r"^--cases .* model=sage.*\(model.num_layers=3\)$"):
+        profile_step.compose("workload=synthetic-arxiv train.batching=neighbor", "sage",
+                             "eager", args)
+    with pytest.raises(SystemExit, match="synthetic-arxivv.* Available options.* cora "):
+        profile_step.compose("workload=synthetic-arxivv", "sage", "eager", args)
+
+
+def test_profile_step_replays_the_runners_neighbour_batches(tmp_path, capsys):
+    """A tiny neighbour-batch case, eager, in this process: the step's wall time and ops
+    beside sampling and gathering one batch on their own, and no floor (floor.py counts
+    none for batches)."""
+    out = tmp_path / "profile.json"
+    profile_step.main(["--tiny", "--device", "cpu", "--cases", ARXIV_BATCHES, "--models",
+                       "sage", "--variants", "eager", "--data-dir", str(tmp_path / "data"),
+                       "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "floor: not counted for neighbour batches" in printed and "sampling" in printed
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["case"] == "sage/synthetic-arxiv" and row["overrides"] == ARXIV_BATCHES
+    assert row["batching"] == "neighbor" and row["batches"] == 6 and "floor" not in row
+    for key in ("wall_ms", "ops_per_step", "cpu_op_ms", "sample_ms", "gather_ms",
+                "nodes_per_batch", "edges_per_batch"):
+        assert number(row[key]) and row[key] > 0, key
+    assert row["fanouts"] == [15, 10, 5] and row["top_ops"]
+
+
+@pytest.mark.slow
+def test_profile_step_compiles_a_neighbour_batch_step(tmp_path):
+    out = bench(tmp_path, "profile_step", "--cases", "workload=synthetic-products", "--models",
+                "sage", "--variants", "compiled,compiled tf32")
+    for row in out["rows"]:
+        assert row["batching"] == "neighbor" and "floor" not in row
+        assert all(number(row[k]) and row[k] > 0 for k in ("wall_ms", "ops_per_step",
+                                                           "sample_ms", "gather_ms"))
+
+
 @pytest.mark.parametrize("command", DOCUMENTED, ids=lambda c: c[len("python -m gnnbench."):])
 def test_every_documented_benchmark_command_parses_today(command):
     """A reader copies these commands from the READMEs: each names a module that exists and
@@ -246,6 +304,17 @@ def test_kernels_are_told_apart_by_name():
     assert profile_step.kernel_class(
         "triton_poi_fused__native_batch_norm_legit_functional_native_dropout_backward_4"
     ) == "other"
+    # Where no floor is counted, the COO aggregation is a class of its own.
+    batched = profile_step.UNFLOORED_CLASSES
+    coo = ("void at::native::_scatter_gather_elementwise_kernel<128, 4, ...>",
+           "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long>",
+           "void at::native::indexFuncLargeIndex<float, long, unsigned int>",
+           "void at::native::index_elementwise_kernel<128, 4, ...>",
+           "void at::native::(anonymous namespace)::indexing_backward_kernel<float>",
+           "triton_poi_fused_index_add_new_zeros_0", "triton_poi_fused_index_select_1")
+    assert {profile_step.kernel_class(name, batched) for name in coo} == {"gather-scatter"}
+    assert {profile_step.kernel_class(name) for name in coo} == {"other"}
+    assert profile_step.kernel_class("sm90_xmma_gemm_f32f32_tf32f32", batched) == "gemm"
 
 
 def test_bookkeeping_measures_the_runners_own_work_per_epoch(tmp_path):

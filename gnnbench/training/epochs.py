@@ -408,16 +408,19 @@ class Trainer(TrainerBase):
                   self.task.y[batch.n_id[: batch.batch_size]])
         return tuple(self.buckets.pad(*inputs)) if self.buckets is not None else inputs
 
+    def train_batch(self, v: Variant, inputs: tuple) -> Tensor:
+        """One batch's step of `v` on its gathered inputs (_gather): what each batch of an
+        epoch runs, and what benchmarks/profile_step replays, so both time the same code."""
+        if v.step is not None:
+            return v.step(*inputs)
+        return steps.train_batch_step(v.forward, v.model, v.optimizer, *inputs)
+
     def _neighbor_epoch(self, v: Variant) -> dict:
         """Each batch's sampling, gathering onto the device and compute are timed apart;
         inference is layer-wise over all nodes (by the main process only)."""
         timer, task = self.timers[v.prefix], self.task
         total, count = torch.zeros((), device=self.device), 0
-
-        def step(inputs: tuple) -> Tensor:
-            if v.step is not None:
-                return v.step(*inputs)
-            return steps.train_batch_step(v.forward, v.model, v.optimizer, *inputs)
+        step = functools.partial(self.train_batch, v)
 
         if self.prefetch:  # sampling and gathering overlap the step: only waiting is timed
             it = iter(prefetch.Prefetcher(self.batches, self.device, prepare=self._gather))
