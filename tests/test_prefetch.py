@@ -104,3 +104,35 @@ class ListLike:
 
     def __iter__(self):
         return self.make()
+
+
+@pytest.mark.gpu
+def test_a_high_priority_side_stream_gives_the_same_batches():
+    """train.prefetch_stream=high: the producer samples on a stream of higher priority than
+    the default one, and the batches are still the sampler's own, in order."""
+    direct, ahead = make_sampler("cuda"), make_sampler("cuda")
+    priorities = set()
+
+    def note(batch: Batch) -> Batch:
+        priorities.add(torch.cuda.current_stream().priority)
+        return batch
+
+    got = list(Prefetcher(ahead, "cuda", prepare=note, priority=-1))
+    for a, b in zip(got, direct, strict=True):
+        assert_same_batch(a, b)
+    assert len(priorities) == 1 and priorities.pop() < torch.cuda.current_stream().priority
+
+
+def test_a_stream_priority_without_prefetching_is_refused():
+    """A priority for a stream that no thread samples on would change nothing: refused."""
+    from gnnbench import config
+
+    for extra in (["train.batching=neighbor", "train.fanouts=[5,5]"], []):
+        cfg = config.compose_config(["train.prefetch_stream=high", "train.device=cpu", *extra])
+        with pytest.raises(config.ConfigError, match="prefetch_stream=high needs "
+                                                     "train.prefetch=true"):
+            config.validate(cfg)
+    cfg = config.compose_config(["train.prefetch_stream=high", "train.prefetch=true",
+                                 "train.batching=neighbor", "train.fanouts=[5,5]",
+                                 "train.device=cpu"])
+    assert config.validate(cfg).train.prefetch_stream == "high"

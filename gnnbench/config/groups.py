@@ -24,6 +24,7 @@ ShapePolicy = Literal["exact", "mark_dynamic", "buckets"]
 Precision = Literal["fp32", "tf32", "bf16"]
 Layout = Literal["coo", "csr", "edge_index", "csr-op", "csr-triton"]
 Sampler = Literal["auto", "gnnbench", "pyg"]
+PrefetchStream = Literal["normal", "high"]
 Distributed = Literal["none", "ddp"]
 DistBackend = Literal["auto", "nccl", "gloo"]
 WandbMode = Literal["auto", "online", "offline", "disabled"]
@@ -81,6 +82,9 @@ class Train(Settings):
     dist_backend: DistBackend
     dist_timeout_s: Real(above=0)
     prefetch: Flag
+    # neighbor + prefetch: the priority of the side stream the prefetching thread samples
+    # on; "normal" is what every earlier run did (schema version 10).
+    prefetch_stream: PrefetchStream = "normal"
     pad_batches: Flag
     shape_policy: ShapePolicy = "exact"
 

@@ -45,6 +45,11 @@ def validate(cfg: DictConfig) -> groups.Run:
     layout = run.graph.layout
     require(layout == "coo" or train.batching == "full",
             f"graph.layout={layout} needs train.batching=full (sampled batches are COO)")
+    require(train.prefetch_stream == "normal" or (train.prefetch and
+                                                  train.batching == "neighbor"),
+            f"train.prefetch_stream={train.prefetch_stream} needs train.prefetch=true and "
+            "train.batching=neighbor (the priority of the sampling thread's stream); choose "
+            "normal")
     if train.batching == "neighbor":
         fanouts = list(train.fanouts)
         # A model of the user's own may have no num_layers: its fan-outs are the hops to

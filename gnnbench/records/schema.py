@@ -40,7 +40,9 @@ from collections.abc import Mapping
 #    every earlier run did), graph-level and heterogeneous datasets, `shapes` (distinct
 #    shapes, padding share, recompilations per epoch, whether dynamo's recompile limit was
 #    hit) and `compile.recompile_limit_hits`.
-SCHEMA_VERSION = 9
+# 10: `train.prefetch_stream` (the priority of the prefetching thread's CUDA stream;
+#     `normal`, what every earlier prefetching run had).
+SCHEMA_VERSION = 10
 
 # Measured config keys added after version 1: dotted key -> (version that added it, the
 # default that keeps the old behaviour). A record older than the version reads the default.
@@ -55,6 +57,7 @@ ADDED_KEYS: dict[str, tuple[int, object]] = {
     "train.dist_backend": (4, "auto"),
     "model.mlp_norm": (5, False),  # version 4's GIN had a plain MLP
     "train.shape_policy": (9, "exact"),  # every batch as it came
+    "train.prefetch_stream": (10, "normal"),
 }
 MODEL_KEYS: dict[str, str] = {"model.mlp_norm": "gin"}
 # Config keys removed since, that measured nothing: dotted key -> the version that removed

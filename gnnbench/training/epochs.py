@@ -394,6 +394,7 @@ class Trainer(TrainerBase):
         self.buckets = (buckets.Buckets.for_sampler(self.batches)
                         if train.get("pad_batches") else None)
         self.prefetch = bool(train.get("prefetch"))
+        self.prefetch_priority = -1 if train.get("prefetch_stream") == "high" else 0
         self.batching.update(padded=self.buckets is not None, prefetch=self.prefetch)
         self._epoch_of = self._neighbor_epoch
 
@@ -423,7 +424,8 @@ class Trainer(TrainerBase):
         step = functools.partial(self.train_batch, v)
 
         if self.prefetch:  # sampling and gathering overlap the step: only waiting is timed
-            it = iter(prefetch.Prefetcher(self.batches, self.device, prepare=self._gather))
+            it = iter(prefetch.Prefetcher(self.batches, self.device, prepare=self._gather,
+                                          priority=self.prefetch_priority))
             while (inputs := timer.measure("sample_s", lambda: next(it, None))) is not None:
                 loss = timer.measure("compute_s", lambda x=inputs: step(x))
                 total, count = total + loss, count + 1

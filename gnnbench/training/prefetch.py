@@ -58,7 +58,7 @@ class Prefetcher(Generic[T]):
 
     def __init__(self, batches: Iterable[Any], device: torch.device | str, depth: int = 1,
                  prepare: Callable[[Any], T] | None = None,
-                 background: bool | None = None) -> None:
+                 background: bool | None = None, priority: int = 0) -> None:
         if depth < 1:
             raise ValueError(f"depth must be at least 1, got {depth}")
         self.batches = batches
@@ -66,6 +66,10 @@ class Prefetcher(Generic[T]):
         if self.device.type == "cuda" and self.device.index is None:  # the thread's own
             self.device = torch.device("cuda", torch.cuda.current_device())  # could differ
         self.depth = depth
+        # The side stream's CUDA priority (lower is higher, 0 the default): the sampler's
+        # kernels are small and each of its reads waits for them, so at high priority they
+        # need not queue behind the step's.
+        self.priority = priority
         self.prepare = prepare
         self.background = self.device.type == "cuda" if background is None else background
 
@@ -82,7 +86,7 @@ class Prefetcher(Generic[T]):
     def _ahead(self) -> Iterator[T]:
         cuda = self.device.type == "cuda"
         consumer = torch.cuda.current_stream(self.device) if cuda else None
-        side = torch.cuda.Stream(self.device) if cuda else None
+        side = torch.cuda.Stream(self.device, priority=self.priority) if cuda else None
         if cuda:  # whatever the consumer queued before (the graph, the seeds) comes first
             side.wait_stream(consumer)
         ready: queue.Queue = queue.Queue(maxsize=self.depth)
