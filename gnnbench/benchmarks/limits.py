@@ -84,9 +84,9 @@ class Case:
     variants: dict[str, Overrides]
     # name -> ("speedup", at least) or ("ms", at most), held by the best variant
     goals: dict[str, tuple[str, float]]
-    # Variants measured for comparison only, never held against a goal (eager ones with
-    # the same engineering), and the compiled variant each tells compile's own share of.
-    controls: dict[str, str] = field(default_factory=dict)  # control -> compiled variant
+    # compiled variant -> its control: an eager variant with the same engineering, measured
+    # to tell compile's own share and never held against a goal.
+    controls: dict[str, str] = field(default_factory=dict)
 
 
 def prefetching(name: str, *overrides: str) -> dict[str, Overrides]:
@@ -130,10 +130,13 @@ CASES = {
                                 "compiler.mode=reduce-overhead", "train.pad_batches=true"),
                   **prefetching("compiled tf32 prefetch", "compile=true",
                                 "train.precision=tf32"),
+                  **prefetching("compiled tf32 padded prefetch", "compile=true",
+                                "train.precision=tf32", "compiler.mode=reduce-overhead",
+                                "train.pad_batches=true"),
                   **prefetching("eager tf32 prefetch", "train.precision=tf32")},
         goals={"sage/arxiv-size": ("speedup", 2.0), "sage/products-size": ("speedup", 1.8)},
-        controls={"eager tf32 prefetch": "compiled tf32 prefetch",
-                  "eager tf32 prefetch high": "compiled tf32 prefetch high"}),
+        controls={f"compiled tf32 {how}prefetch{high}": f"eager tf32 prefetch{high}"
+                  for how in ("", "padded ") for high in ("", " high")}),
 }
 TINY_GRAPH = ("dataset.num_nodes=2000", "dataset.num_edges=8000")
 
@@ -149,7 +152,7 @@ def tiny_cases() -> dict[str, Case]:
                     if not any(o.startswith(("compiler.capture_epochs",
                                              "train.prefetch_stream")) for o in v)}
         out[part] = replace(case, epochs=6, warmup=1, settings={name: small},
-                            variants=variants, controls={c: v for c, v in case.controls.items()
+                            variants=variants, controls={v: c for v, c in case.controls.items()
                                                          if c in variants and v in variants})
     return out
 
@@ -366,17 +369,17 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
     out = dict(metric=case.metric, rounds=rounds,
                variants={v: row.model_dump(exclude_unset=True) for v, row in rows.items()})
     alone = {}
-    for control, compiled in case.controls.items():  # compile's own share, same engineering
+    for compiled, control in case.controls.items():  # compile's own share, same engineering
         if rounds_of[control] and rounds_of[compiled]:
             alone[compiled] = ratio(rounds_of[control], rounds_of[compiled])
             print(f"{part:9s} {name:16s} {compiled} over {control}: "
                   f"{alone[compiled].speedup:.2f}x {_interval(alone[compiled])}", flush=True)
     if alone:
         out.update(compile_alone={v: {"over": c, **alone[v].model_dump()}
-                                  for c, v in case.controls.items() if v in alone})
+                                  for v, c in case.controls.items() if v in alone})
     if name in case.goals:
         found = verdict(case.goals[name], {v: r for v, r in rows.items()
-                                           if v not in case.controls})
+                                           if v not in case.controls.values()})
         out.update(goal=found.as_json())
         unit = "x" if case.goals[name][0] == "speedup" else " ms"
         said = ("no variant measured" if found.met is None else
@@ -441,7 +444,7 @@ def chosen_variants(cases: dict[str, Case], names: str | None) -> dict[str, Case
         return cases
     keep = {EAGER, *names.split(",")}
     return {part: replace(case, variants={v: o for v, o in case.variants.items() if v in keep},
-                          controls={c: v for c, v in case.controls.items()
+                          controls={v: c for v, c in case.controls.items()
                                     if c in keep and v in keep})
             for part, case in cases.items()}
 
