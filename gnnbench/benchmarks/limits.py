@@ -1,6 +1,8 @@
 """How close does the best-engineered step come to the hardware? The performance issue's
 workloads, measured side by side in one process: every variant of a case trained by the
-runner in rounds whose order alternates. Each round is a run: speedups carry the suite's
+runner in rounds whose order alternates. Each round is a run with a seed of its own
+(round i: train.seed=i, listed as `seeds`; result files without `seeds` ran every round
+with seed 0), so the variance between runs includes the seed's. Speedups carry the suite's
 own two-level interval (rounds resampled, then their steady epochs; Student's t over the
 rounds), times a bootstrap interval of the pooled median; each case's best variant is
 held against its goal, met or missed by how much.
@@ -329,7 +331,8 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
         for variant in variants if i % 2 == 0 else variants[::-1]:
             cfg = config.compose_config([*base, *case.variants[variant], *common,
                                          f"train.epochs={case.epochs}",
-                                         f"train.warmup_epochs={case.warmup}"])
+                                         f"train.warmup_epochs={case.warmup}",
+                                         f"train.seed={i}"])
             with tempfile.TemporaryDirectory() as out:
                 result = run_experiment(cfg, Path(out))
             outcomes[variant] = result.status if result.status == "ok" else \
@@ -366,7 +369,7 @@ def run_case(part: str, name: str, base: Sequence[str], rounds: int, common: lis
         speed = (f"  {row.speedup.speedup:6.2f}x {_interval(row.speedup)}"
                  if row.speedup is not None else "")
         print(f"{part:9s} {name:16s} {variant:24s} {shown}{speed}  {row.outcome}", flush=True)
-    out = dict(metric=case.metric, rounds=rounds,
+    out = dict(metric=case.metric, rounds=rounds, seeds=list(range(rounds)),
                variants={v: row.model_dump(exclude_unset=True) for v, row in rows.items()})
     alone = {}
     for compiled, control in case.controls.items():  # compile's own share, same engineering
