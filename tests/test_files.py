@@ -149,7 +149,8 @@ def test_a_disk_that_fills_between_jobs_stops_the_sweep_in_one_line(tiny_disk, t
 def test_wandb_on_a_full_disk_never_says_saved(tiny_disk, tmp_path, free_kib):
     """The run's folder has room for its record; W&B's folder (`<run>/wandb`, here on the
     full disk) does not: W&B's own `finish()` returns as if it saved the run (8 KiB free: an
-    empty run-<id>.wandb). One line says it was not saved and why; no logging tracebacks."""
+    empty run-<id>.wandb, or, when its service gets less far, an error as it starts). One
+    line says it was not saved and why; no logging tracebacks."""
     with open(tiny_disk / "filler", "wb") as f:
         f.write(b"\0" * (256 - free_kib) * 1024)
     run = tmp_path / "run"
@@ -166,6 +167,11 @@ def test_wandb_on_a_full_disk_never_says_saved(tiny_disk, tmp_path, free_kib):
     assert "Logging error" not in proc.stderr and "Traceback" not in proc.stderr
     [line] = [x for x in proc.stderr.splitlines() if "W&B" in x]
     assert line.endswith(f"results.json in {run} is complete")
-    assert ("W&B offline run not saved in" in line and "no space left on device" in line
-            if free_kib else "W&B logging failed" in line and "No space left on device" in line)
+    # With 8 KiB free, W&B may start and leave an empty log, or fail while it starts,
+    # depending on how far its service gets before the disk is full: either way one line
+    # says the run was not saved, and why.
+    assert "no space left on device" in line.lower(), line
+    ways = ("W&B offline run not saved in", "W&B logging failed") if free_kib else \
+        ("W&B logging failed",)
+    assert any(way in line for way in ways), line
     assert json.loads((run / "results.json").read_text())["wandb_dir"] is None

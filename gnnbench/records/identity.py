@@ -29,7 +29,7 @@ NOT_MEASURED_TRAIN = ("seed", "device", "paired", "dist_timeout_s")
 # Train keys added later whose default leaves a setting's digest as it was before them: a
 # report orders rows by that digest, so committed reports keep their order, and settings
 # keep their keys wherever they were quoted. Any other value is part of the setting.
-ELIDED_AT_DEFAULT_TRAIN = {"shape_policy": "exact"}
+ELIDED_AT_DEFAULT_TRAIN = {"shape_policy": "exact", "prefetch_stream": "normal"}
 # How many processes train it: a DDP run and its one-GPU reference differ only here.
 SCALE_KEYS = ("distributed", "world_size", "dist_backend")
 # dataset.path: where a saved graph lies (its content hash, dataset.sha256, identifies it);
