@@ -69,7 +69,10 @@ def test_padded_batches_give_the_unpadded_loss_and_gradients(task, name):
             torch.testing.assert_close(padded_grads[key], grad, rtol=1e-12, atol=1e-12)
 
 
-def test_padding_edges_touch_no_real_node(task):
+def test_padding_edges_reach_no_real_node(task):
+    """Padding edges end in the last padding node, so no real node gains an in-edge (its
+    in-degree, a mean's divisor, is unchanged); they start at real nodes, in turn, never at
+    the padding node itself (a sum would feed it its own rows at every layer)."""
     edge_index, x, y = task
     sampler = NeighborSampler(CSRGraph.from_edge_index(edge_index, N), pick_seeds(N, 64),
                               [5, 5], batch_size=64)
@@ -81,7 +84,8 @@ def test_padding_edges_touch_no_real_node(task):
                              y[batch.n_id[:64]])
     assert ops.seen == []
     extra = padded.edge_index[:, batch.edge_index.size(1):]
-    assert extra.size(1) == 50 and bool((extra == n + 9).all())
+    assert extra.size(1) == 50 and bool((extra[1] == n + 9).all())
+    assert extra[0].tolist() == [i % n for i in range(50)]
     assert torch.equal(torch.bincount(padded.edge_index[1], minlength=n + 10)[:n],
                        torch.bincount(batch.edge_index[1], minlength=n))
     assert padded.edge_weight[-50:].abs().sum() == 0 and padded.x[n:].abs().sum() == 0

@@ -15,11 +15,15 @@ graph and fan-outs; rungs built from the bounds alone would pad one of them by t
 between bound and typical size (2-3x on products).
 
 Padding is exact for the loss and every gradient: padding nodes have zero features,
-padding edges run from the last padding node to itself (weight 0 where weights exist),
-so no real node gains an in-edge (a mean aggregation's degree is unchanged), and the
-labels of everything past the real seeds are -100, which F.cross_entropy ignores, so the
-mean runs over the real seeds only. Two things do see the padding rows: batch norm (its
-batch statistics), and dropout (the same seed draws different masks for a larger tensor).
+padding edges run from real nodes, in turn, into the last padding node (weight 0 where
+weights exist), so no real node gains an in-edge (a mean aggregation's degree and GCN's
+normalisation are unchanged), and the labels of everything past the real seeds are -100,
+which F.cross_entropy ignores, so the mean runs over the real seeds only. Sources are real
+nodes, not the padding node itself: self-loops would feed it its own sum at every layer,
+and under a sum aggregation (GIN) its values would grow by the number of padding edges
+per layer, to inf within about 15 layers, and one inf makes every gradient NaN. Two things
+do see the padding rows: batch norm (its batch statistics), and dropout (the same seed
+draws different masks for a larger tensor).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class PaddedBatch(NamedTuple):
     """What steps.train_batch_step takes, in its order: unpack it into the step."""
 
     x: Tensor  # [nodes, features]: the batch's rows, then zeros
-    edge_index: Tensor  # [2, edges]: the batch's edges, then (pad, pad) self-loops
+    edge_index: Tensor  # [2, edges]: the batch's edges, then (real, pad) padding edges
     edge_weight: Tensor | None  # [edges]: the batch's weights, then zeros
     y: Tensor  # [seeds]: the seeds' labels, then IGNORE_LABEL
 
@@ -144,13 +148,24 @@ class Buckets:
             raise ValueError(f"{y.numel()} labels, more than the ladder's {self.seeds} seeds")
         nodes, edges = self.shape_for(n, e)
         self.waste.add((n, e), (nodes, edges))
-        pad_edges = edge_index.new_full((2, edges - e), nodes - 1)
+        pad_edges = padding_edges(edge_index, n, nodes, edges - e)
         return PaddedBatch(
             torch.cat([x, x.new_zeros(nodes - n, *x.shape[1:])]),
             torch.cat([edge_index, pad_edges], 1),
             None if edge_weight is None else torch.cat([edge_weight,
                                                         edge_weight.new_zeros(edges - e)]),
             torch.cat([y, y.new_full((self.seeds - y.numel(),), IGNORE_LABEL)]))
+
+
+def padding_edges(edge_index: Tensor, real: int, nodes: int, count: int) -> Tensor:
+    """`count` edges into the last of `nodes` (a padding node), each from one of the `real`
+    nodes in turn (the padding node itself where there is none): no real node gains an
+    in-edge, and the padding node's sum stays a sum of real rows, never of its own."""
+    target = edge_index.new_full((count,), nodes - 1)
+    if real == 0:
+        return torch.stack([target, target])
+    return torch.stack([torch.arange(count, device=edge_index.device,
+                                     dtype=edge_index.dtype) % real, target])
 
 
 def fanout_bound(sampler: NeighborSampler) -> tuple[int, int]:

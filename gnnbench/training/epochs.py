@@ -210,6 +210,7 @@ class Trainer(TrainerBase):
         self.batches: sampler.NeighborSampler | sampler.PygNeighborBatches | None = None
         self.buckets: buckets.Buckets | None = None
         self.prefetch = False
+        self.prefetch_priority = 0  # the sampling thread's CUDA stream (-1: high)
         if cfg.train.batching == "neighbor":
             self._set_up_neighbor_batches()
 

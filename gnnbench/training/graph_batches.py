@@ -10,7 +10,8 @@ How batches meet the (compiled) model is `train.shape_policy`:
 - `buckets`: each batch is padded up to the smallest rung of a short ladder of (nodes,
   edges) shapes (training/buckets.py's ladder, built from the training split's own batch
   sizes), and to `batch_size + 1` graphs: padding nodes form one padding graph, whose label
-  the loss ignores, padding edges are self-loops among them (weight 0). Real graphs' pooled
+  the loss ignores, padding edges run from real nodes into one of them (weight 0;
+  buckets.padding_edges says why not self-loops). Real graphs' pooled
   embeddings and the loss are exactly those of the unpadded batch; batch norm would see the
   padding rows, so buckets need a model without it (config/validate.py).
 
@@ -43,7 +44,7 @@ from gnnbench import models
 from gnnbench.data import GraphTask
 from gnnbench.measure.timer import EpochTimer
 from gnnbench.training import compilation
-from gnnbench.training.buckets import IGNORE_LABEL, Buckets
+from gnnbench.training.buckets import IGNORE_LABEL, Buckets, padding_edges
 from gnnbench.training.epochs import TrainerBase, Variant, batches_row, train_batches
 from gnnbench.training.optim import make_optimizer
 from gnnbench.training.precision import forward_in
@@ -191,7 +192,7 @@ class GraphBatchTrainer(TrainerBase):
         nodes, edges = self.buckets.shape_for(n, e)
         self.buckets.waste.add((n, e), (nodes, edges))
         slots = self.batch_size + 1  # the real graphs, then the padding graph
-        pad_edges = edge_index.new_full((2, edges - e), nodes - 1)
+        pad_edges = padding_edges(edge_index, n, nodes, edges - e)
         return Inputs(torch.cat([x, x.new_zeros(nodes - n, *x.shape[1:])]),
                       torch.cat([edge_index, pad_edges], 1),
                       None if weight is None else torch.cat([weight,
