@@ -27,7 +27,7 @@ minibatch: arxiv-size and products-size SAGE with 15/10/5 neighbour batches, the
 
 What bounds a speedup goal, printed beside it from the same runs' stage times: for
 neighbour batches, the longer of sampling and the best variant's step (no overlap makes
-an epoch shorter); for whole epochs, the epoch time the goal needs against the whole-step
+an epoch shorter than that); for whole epochs, the epoch time the goal needs against the whole-step
 variant's train step alone.
 
 What bounds a millisecond goal: the step's floor (benchmarks/floor.py, the bytes it must
